@@ -1,0 +1,49 @@
+# Every dependency comes from Debian's packages (scripts/setup.sh installs them).
+find_package(Threads REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(ONNX REQUIRED CONFIG)
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+
+# OpenBLAS exposes cblas.h from a variant-specific folder; find the header that matches.
+find_path(KILN_CBLAS_INCLUDE_DIR cblas.h
+          PATHS /usr/include/x86_64-linux-gnu /usr/include
+          PATH_SUFFIXES openblas-pthread openblas)
+if(NOT KILN_CBLAS_INCLUDE_DIR)
+  message(FATAL_ERROR "cblas.h not found: run scripts/setup.sh (installs libopenblas-dev)")
+endif()
+
+set(KILN_HAVE_QT OFF)
+if(KILN_WITH_STUDIO)
+  find_package(Qt6 6.4 QUIET COMPONENTS Widgets Svg Charts Test Concurrent)
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(GRAPHVIZ QUIET IMPORTED_TARGET libgvc libcgraph)
+  endif()
+  if(Qt6_FOUND AND GRAPHVIZ_FOUND)
+    set(KILN_HAVE_QT ON)
+  else()
+    message(STATUS "Kiln Studio is off: Qt 6 (Widgets, Svg, Charts) or Graphviz not found")
+  endif()
+endif()
+
+set(KILN_HAVE_CUDA OFF)
+if(KILN_WITH_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(KILN_HAVE_CUDA ON)
+  else()
+    message(STATUS "CUDA backend is off: no CUDA toolkit found")
+  endif()
+endif()
+
+# CPU kernels are built for AVX2/FMA machines (every x86-64 server of the last decade); override
+# with -DKILN_CPU_ARCH_FLAGS=... for older ones.
+set(KILN_CPU_ARCH_FLAGS "-march=x86-64-v3" CACHE STRING "Compiler flags selecting the CPU kernels' ISA")
+separate_arguments(KILN_CPU_ARCH_FLAGS)
+
+# The conformance test fails below this pass rate (raised as ops land; the issue's target is 0.95).
+set(KILN_CONFORMANCE_MIN_PASS_RATE "0.0" CACHE STRING "Minimum ONNX node-test pass rate")

@@ -1,0 +1,77 @@
+#pragma once
+// Op schemas: for each supported (domain, op type) the type and shape inference that the IR runs.
+// One op family a file (elementwise.cpp, conv_pool.cpp, ...); each file has a register function
+// listed in op_families.h.
+#include <kiln/error.h>
+#include <kiln/network.h>
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+
+namespace kiln {
+
+// What an inference function sees of one layer: its inputs' types and, where known (constants at
+// build time, every value at run time), their values.
+class InferenceContext {
+ public:
+  InferenceContext(const Layer& layer, std::vector<const Tensor*> inputs,
+                   std::vector<const HostTensor*> inputValues);
+
+  const Layer& layer() const { return layer_; }
+  int64_t opset() const { return layer_.opsetVersion; }
+  size_t inputCount() const { return inputs_.size(); }
+  size_t outputCount() const { return layer_.outputs.size(); }
+  bool hasInput(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  const Tensor& input(size_t i) const;  // throws naming the layer when absent
+  DataType inputType(size_t i) const { return input(i).dtype; }
+  const Shape& inputShape(size_t i) const { return input(i).shape; }
+  // The value of input i when it is known now, else nullptr.
+  const HostTensor* inputValue(size_t i) const {
+    return i < inputValues_.size() ? inputValues_[i] : nullptr;
+  }
+
+  void setOutput(size_t i, DataType dtype, Shape shape, ValueKind kind = ValueKind::kTensor);
+  const Tensor& output(size_t i) const { return outputs_.at(i); }
+  const std::vector<Tensor>& outputs() const { return outputs_; }
+
+  // Throws kiln::Error(kInvalidModel) naming the layer, e.g. fail("input 1 must be rank 2").
+  [[noreturn]] void fail(const std::string& why) const;
+  // Normalises a possibly negative axis against `rank`, failing with a clear message.
+  int64_t normalizeAxis(int64_t axis, int64_t rank, const char* what = "axis") const;
+
+ private:
+  const Layer& layer_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<const HostTensor*> inputValues_;
+  std::vector<Tensor> outputs_;
+};
+
+using InferFn = std::function<void(InferenceContext&)>;
+
+struct OpSchema {
+  std::string domain;  // "" for ai.onnx
+  std::string opType;
+  InferFn infer;
+  int minInputs = 0;
+  int maxInputs = -1;  // -1: variadic
+};
+
+class OpSchemaRegistry {
+ public:
+  static const OpSchemaRegistry& instance();
+  const OpSchema* find(const std::string& domain, const std::string& opType) const;
+  void add(OpSchema schema);
+  std::vector<const OpSchema*> all() const;
+
+ private:
+  std::unordered_map<std::string, OpSchema> schemas_;  // key: domain + "::" + opType
+};
+
+// Shared inference helpers used by many families.
+Shape broadcastShapes(const InferenceContext& ctx, const Shape& a, const Shape& b);
+void inferSameAsInput(InferenceContext& ctx);            // output 0 = input 0's type and shape
+void inferBroadcastSameType(InferenceContext& ctx);       // output 0 = broadcast of all inputs, type of input 0
+void inferBroadcastBool(InferenceContext& ctx);           // comparisons: broadcast shape, bool
+
+}  // namespace kiln

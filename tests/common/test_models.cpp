@@ -1,0 +1,111 @@
+#include "test_models.h"
+
+#include "onnx/tensor_proto.h"
+
+namespace kiln::test {
+
+ModelBuilder::ModelBuilder(int64_t opset) {
+  model_.set_ir_version(8);
+  model_.set_producer_name("kiln-tests");
+  auto* imp = model_.add_opset_import();
+  imp->set_domain("");
+  imp->set_version(opset);
+  model_.mutable_graph()->set_name("test");
+}
+
+namespace {
+void setType(onnx::ValueInfoProto* vi, int32_t type) { vi->mutable_type()->mutable_tensor_type()->set_elem_type(type); }
+}  // namespace
+
+ModelBuilder& ModelBuilder::input(const std::string& name, int32_t onnxType, std::vector<int64_t> dims) {
+  auto* vi = model_.mutable_graph()->add_input();
+  vi->set_name(name);
+  setType(vi, onnxType);
+  auto* shape = vi->mutable_type()->mutable_tensor_type()->mutable_shape();
+  for (int64_t d : dims) {
+    auto* dim = shape->add_dim();
+    if (d >= 0) dim->set_dim_value(d);
+  }
+  return *this;
+}
+
+ModelBuilder& ModelBuilder::symbolicInput(const std::string& name, int32_t onnxType, std::vector<std::string> dims) {
+  auto* vi = model_.mutable_graph()->add_input();
+  vi->set_name(name);
+  setType(vi, onnxType);
+  auto* shape = vi->mutable_type()->mutable_tensor_type()->mutable_shape();
+  for (const auto& d : dims) {
+    auto* dim = shape->add_dim();
+    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+    else dim->set_dim_param(d);
+  }
+  return *this;
+}
+
+ModelBuilder& ModelBuilder::output(const std::string& name, int32_t onnxType, std::vector<int64_t> dims,
+                                   bool withShape) {
+  auto* vi = model_.mutable_graph()->add_output();
+  vi->set_name(name);
+  if (onnxType) setType(vi, onnxType);
+  if (withShape) {
+    auto* shape = vi->mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  }
+  return *this;
+}
+
+ModelBuilder& ModelBuilder::initializer(const std::string& name, const HostTensor& value) {
+  *model_.mutable_graph()->add_initializer() = onnx_import::tensorToProto(value, name);
+  return *this;
+}
+
+onnx::NodeProto& ModelBuilder::node(const std::string& opType, std::vector<std::string> inputs,
+                                    std::vector<std::string> outputs, const std::string& name) {
+  auto* n = model_.mutable_graph()->add_node();
+  n->set_op_type(opType);
+  n->set_name(name.empty() ? opType + "_" + std::to_string(model_.graph().node_size()) : name);
+  for (auto& i : inputs) n->add_input(i);
+  for (auto& o : outputs) n->add_output(o);
+  return *n;
+}
+
+std::string ModelBuilder::bytes() const { return model_.SerializeAsString(); }
+
+void ModelBuilder::setInt(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void ModelBuilder::setFloat(onnx::NodeProto& n, const std::string& name, float v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+void ModelBuilder::setInts(onnx::NodeProto& n, const std::string& name, std::vector<int64_t> v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (auto x : v) a->add_ints(x);
+}
+void ModelBuilder::setString(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+HostTensor randomFloats(std::vector<int64_t> dims, uint32_t seed, float lo, float hi) {
+  HostTensor t(DataType::kFloat32, std::move(dims));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.elementCount(); ++i) {
+    float v = dist(rng);
+    p[i] = v == 0.0f ? 0.5f : v;
+  }
+  return t;
+}
+
+}  // namespace kiln::test

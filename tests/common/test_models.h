@@ -1,0 +1,41 @@
+#pragma once
+// Builds small ONNX models in code through the ONNX protobuf API, for importer and op tests.
+#include <kiln/host_tensor.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int64_t opset = 17);
+  // dims: -1 for an unknown dim; use symbolicInput for named dims.
+  ModelBuilder& input(const std::string& name, int32_t onnxType, std::vector<int64_t> dims);
+  ModelBuilder& symbolicInput(const std::string& name, int32_t onnxType, std::vector<std::string> dims);
+  ModelBuilder& output(const std::string& name, int32_t onnxType = 0, std::vector<int64_t> dims = {},
+                       bool withShape = false);
+  ModelBuilder& initializer(const std::string& name, const HostTensor& value);
+  onnx::NodeProto& node(const std::string& opType, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                        const std::string& name = "");
+  onnx::ModelProto& model() { return model_; }
+  std::string bytes() const;
+
+  static void setInt(onnx::NodeProto& n, const std::string& name, int64_t v);
+  static void setFloat(onnx::NodeProto& n, const std::string& name, float v);
+  static void setInts(onnx::NodeProto& n, const std::string& name, std::vector<int64_t> v);
+  static void setString(onnx::NodeProto& n, const std::string& name, const std::string& v);
+
+ private:
+  onnx::ModelProto model_;
+};
+
+// Seeded random tensor with values in [lo, hi); never all zeros.
+HostTensor randomFloats(std::vector<int64_t> dims, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+
+}  // namespace kiln::test

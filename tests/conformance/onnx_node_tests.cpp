@@ -1,0 +1,190 @@
+// Runs ONNX's backend node tests (Debian package libonnx-testdata) on Kiln's CPU backend.
+// Each test runs in a child process, so a crash or hang fails that test alone. Prints one line per
+// failing test and ends with "N passed, M failed, K skipped".
+#include <kiln/error.h>
+#include <kiln/onnx_importer.h>
+#include <kiln/reference_executor.h>
+
+#include <kiln/compare.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace kiln;
+
+namespace {
+
+struct Options {
+  std::string nodeDir;
+  std::string excludedFile;
+  std::string filter;
+  double minPassRate = 0.95;
+  int timeoutSeconds = 60;
+  bool verbose = false;
+};
+
+// Loads "name  reason" lines; '#' starts a comment.
+std::map<std::string, std::string> loadExcluded(const std::string& path) {
+  std::map<std::string, std::string> out;
+  if (path.empty()) return out;
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "cannot read the excluded-test list '" << path << "'\n";
+    std::exit(2);
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto space = line.find_first_of(" \t");
+    std::string name = line.substr(0, space);
+    std::string reason = space == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", space));
+    out[name] = reason;
+  }
+  return out;
+}
+
+// Runs one test directory; returns "" on success or the reason it failed.
+std::string runTest(const fs::path& dir) {
+  auto network = OnnxImporter().importFile((dir / "model.onnx").string());
+  ReferenceExecutor executor(network);
+  std::vector<fs::path> sets;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(entry.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return "no test_data_set_* folders";
+  auto inputs = network->runtimeInputs();
+  for (const auto& set : sets) {
+    ValueMap feeds;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      fs::path file = set / ("input_" + std::to_string(i) + ".pb");
+      if (!fs::exists(file)) continue;  // optional input left out
+      feeds[inputs[i]] = readValueProtoFile(file.string(), network->tensor(inputs[i]).kind);
+    }
+    // Graphs may list optional inputs with no data file: leave them out only if the executor allows.
+    ValueMap results = executor.run(feeds);
+    const auto& outputs = network->outputs();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      fs::path file = set / ("output_" + std::to_string(i) + ".pb");
+      if (!fs::exists(file)) continue;
+      Value expected = readValueProtoFile(file.string(), network->tensor(outputs[i]).kind);
+      std::string why = checkClose(results.at(outputs[i]), expected, 1e-3, 1e-7);
+      if (!why.empty())
+        return set.filename().string() + " output '" + outputs[i] + "': " + why;
+    }
+  }
+  return "";
+}
+
+// Forks, runs the test in the child, and reports the child's verdict through a pipe.
+std::string runIsolated(const fs::path& dir, int timeoutSeconds) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(unsigned(timeoutSeconds));
+    std::string verdict;
+    try {
+      verdict = runTest(dir);
+    } catch (const Error& e) {
+      verdict = std::string(toString(e.code())) + ": " + e.what();
+    } catch (const std::exception& e) {
+      verdict = std::string("uncaught exception: ") + e.what();
+    }
+    if (verdict.empty()) verdict = "OK";
+    if (write(fds[1], verdict.data(), verdict.size()) < 0) _exit(3);
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string verdict;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) verdict.append(buf, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    return sig == SIGALRM ? "timed out after " + std::to_string(timeoutSeconds) + " s"
+                          : std::string("crashed with signal ") + strsignal(sig);
+  }
+  if (verdict == "OK") return "";
+  return verdict.empty() ? "child exited without a verdict" : verdict;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--node-dir") opt.nodeDir = next();
+    else if (a == "--excluded") opt.excludedFile = next();
+    else if (a == "--filter") opt.filter = next();
+    else if (a == "--min-pass-rate") opt.minPassRate = std::stod(next());
+    else if (a == "--timeout") opt.timeoutSeconds = std::stoi(next());
+    else if (a == "-v" || a == "--verbose") opt.verbose = true;
+    else {
+      std::cerr << "usage: kiln_onnx_node_tests --node-dir DIR [--excluded FILE] [--filter REGEX]\n"
+                   "                            [--min-pass-rate 0.95] [--timeout SECONDS] [-v]\n";
+      return 2;
+    }
+  }
+  if (opt.nodeDir.empty() || !fs::is_directory(opt.nodeDir)) {
+    std::cout << "SKIPPED: ONNX node test data not found ('" << opt.nodeDir
+              << "'); install Debian's libonnx-testdata (scripts/setup.sh does)\n";
+    return 0;
+  }
+  auto excluded = loadExcluded(opt.excludedFile);
+  std::vector<fs::path> tests;
+  for (const auto& entry : fs::directory_iterator(opt.nodeDir))
+    if (entry.is_directory() && fs::exists(entry.path() / "model.onnx")) tests.push_back(entry.path());
+  std::sort(tests.begin(), tests.end());
+  std::regex filter(opt.filter.empty() ? ".*" : opt.filter);
+  int passed = 0, failed = 0, skipped = 0;
+  std::cout.setf(std::ios::unitbuf);
+  for (const auto& dir : tests) {
+    std::string name = dir.filename().string();
+    if (!std::regex_search(name, filter)) continue;
+    if (auto it = excluded.find(name); it != excluded.end()) {
+      ++skipped;
+      if (opt.verbose) std::cout << "SKIP " << name << ": " << it->second << "\n";
+      continue;
+    }
+    std::string why = runIsolated(dir, opt.timeoutSeconds);
+    if (why.empty()) {
+      ++passed;
+      if (opt.verbose) std::cout << "PASS " << name << "\n";
+    } else {
+      ++failed;
+      std::replace(why.begin(), why.end(), '\n', ' ');
+      std::cout << "FAIL " << name << ": " << why << "\n";
+    }
+  }
+  int run = passed + failed;
+  double rate = run ? double(passed) / run : 1.0;
+  std::printf("pass rate %.1f%% of %d non-excluded tests (target %.1f%%)\n", rate * 100, run, opt.minPassRate * 100);
+  std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  return rate + 1e-9 >= opt.minPassRate ? 0 : 1;
+}
