@@ -46,21 +46,60 @@ inline void forEachTap(const SpatialWindow& w, int64_t od, int64_t oh, int64_t o
   }
 }
 
-// Taps inside the padded extent [-padBegin, in + padEnd) on one axis: AveragePool's
-// count_include_pad divisor.
-int64_t paddedTapCount(const SpatialWindow& w, int a, int64_t o) {
-  int64_t count = 0;
-  for (int64_t k = 0; k < w.kernel[a]; ++k) {
-    int64_t c = w.inputCoord(a, o, k);
-    count += c >= -w.padBegin[a] && c < w.in[a] + w.padEnd[a];
-  }
-  return count;
+// Taps of output position `o` on axis `a` that fall inside the image, or (countPadding) inside the
+// padded extent [-padBegin, in + padEnd): the window is separable, so an output's tap count is the
+// product of its per-axis counts.
+std::vector<int64_t> tapCounts(const SpatialWindow& w, int a, bool countPadding) {
+  std::vector<int64_t> counts(size_t(w.out[a]), 0);
+  const int64_t lo = countPadding ? -w.padBegin[a] : 0, hi = countPadding ? w.in[a] + w.padEnd[a] : w.in[a];
+  for (int64_t o = 0; o < w.out[a]; ++o)
+    for (int64_t k = 0; k < w.kernel[a]; ++k) {
+      int64_t c = w.inputCoord(a, o, k);
+      counts[size_t(o)] += c >= lo && c < hi;
+    }
+  return counts;
 }
 
-}  // namespace
+// Pools one output row at a time: for every in-image tap (kd, kh, kw), row[o] = combine(row[o], tap
+// value) over the contiguous range of outputs whose tap is inside the image, so the innermost loop
+// has no bounds checks. finish(plane, od, oh, row) then writes the row out.
+template <class T, class Combine, class Finish>
+void poolRows(const SpatialWindow& w, int64_t planes, const T* x, Acc<T> init, Combine combine, Finish finish) {
+  std::vector<int64_t> begins(size_t(w.kernel[2])), ends(size_t(w.kernel[2]));
+  for (int64_t kw = 0; kw < w.kernel[2]; ++kw) validOutputRange(w, kw, begins[size_t(kw)], ends[size_t(kw)]);
+  const int64_t s = w.stride[2], inSize = w.inSize();
+  parallelFor(planes, planeGrain(w.outSize() * w.kernelSize()), [&](int64_t begin, int64_t end) {
+    std::vector<Acc<T>> row(size_t(w.out[2]));
+    for (int64_t p = begin; p < end; ++p) {
+      const T* plane = x + p * inSize;
+      for (int64_t od = 0; od < w.out[0]; ++od) {
+        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+          std::fill(row.begin(), row.end(), init);
+          for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
+            int64_t id = w.inputCoord(0, od, kd);
+            if (id < 0 || id >= w.in[0]) continue;
+            for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
+              int64_t ih = w.inputCoord(1, oh, kh);
+              if (ih < 0 || ih >= w.in[1]) continue;
+              const T* line = plane + (id * w.in[1] + ih) * w.in[2];
+              for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
+                const int64_t offset = kw * w.dilation[2] - w.padBegin[2];
+                for (int64_t o = begins[size_t(kw)]; o < ends[size_t(kw)]; ++o)
+                  row[size_t(o)] = combine(row[size_t(o)], Acc<T>(line[o * s + offset]));
+              }
+            }
+          }
+          finish(p, od, oh, row.data());
+        }
+      }
+    }
+  });
+}
 
+// The argmax form of MaxPool: per output position, remembering where the maximum came from.
 template <class T>
-void maxPool(const SpatialWindow& w, int64_t planes, const T* x, T* y, int64_t* indices, bool columnMajorIndices) {
+void maxPoolWithIndices(const SpatialWindow& w, int64_t planes, const T* x, T* y, int64_t* indices,
+                        bool columnMajorIndices) {
   const int64_t inSize = w.inSize(), outSize = w.outSize();
   forEachOutput(w, planes, [&](int64_t p, int64_t od, int64_t oh, int64_t ow, int64_t o) {
     const T* plane = x + p * inSize;
@@ -72,41 +111,53 @@ void maxPool(const SpatialWindow& w, int64_t planes, const T* x, T* y, int64_t* 
       if (!found || v > best) best = v, bestD = d, bestH = h, bestW = iw, found = true;
     });
     y[p * outSize + o] = T(best);
-    if (indices) {
-      int64_t local = columnMajorIndices ? bestD + (bestH + bestW * w.in[1]) * w.in[0]
-                                         : (bestD * w.in[1] + bestH) * w.in[2] + bestW;
-      indices[p * outSize + o] = p * inSize + local;
-    }
+    int64_t local = columnMajorIndices ? bestD + (bestH + bestW * w.in[1]) * w.in[0]
+                                       : (bestD * w.in[1] + bestH) * w.in[2] + bestW;
+    indices[p * outSize + o] = p * inSize + local;
   });
+}
+
+// Output row (od, oh) of plane p.
+template <class T>
+T* outputRow(const SpatialWindow& w, T* y, int64_t p, int64_t od, int64_t oh) {
+  return y + p * w.outSize() + (od * w.out[1] + oh) * w.out[2];
+}
+
+}  // namespace
+
+template <class T>
+void maxPool(const SpatialWindow& w, int64_t planes, const T* x, T* y, int64_t* indices, bool columnMajorIndices) {
+  if (indices) return maxPoolWithIndices(w, planes, x, y, indices, columnMajorIndices);
+  poolRows(w, planes, x, std::numeric_limits<Acc<T>>::lowest(), [](Acc<T> a, Acc<T> v) { return v > a ? v : a; },
+           [&](int64_t p, int64_t od, int64_t oh, const Acc<T>* row) {
+             T* out = outputRow(w, y, p, od, oh);
+             for (int64_t o = 0; o < w.out[2]; ++o) out[o] = T(row[o]);
+           });
 }
 
 template <class T>
 void averagePool(const SpatialWindow& w, int64_t planes, const T* x, T* y, bool countIncludePad) {
-  const int64_t inSize = w.inSize(), outSize = w.outSize();
-  forEachOutput(w, planes, [&](int64_t p, int64_t od, int64_t oh, int64_t ow, int64_t o) {
-    const T* plane = x + p * inSize;
-    Acc<T> sum = 0;
-    int64_t count = 0;
-    forEachTap(w, od, oh, ow, [&](int64_t d, int64_t h, int64_t iw) {
-      sum += Acc<T>(plane[(d * w.in[1] + h) * w.in[2] + iw]);
-      ++count;
-    });
-    if (countIncludePad) count = paddedTapCount(w, 0, od) * paddedTapCount(w, 1, oh) * paddedTapCount(w, 2, ow);
-    y[p * outSize + o] = T(count > 0 ? sum / Acc<T>(count) : Acc<T>(0));
-  });
+  const std::vector<int64_t> countD = tapCounts(w, 0, countIncludePad), countH = tapCounts(w, 1, countIncludePad),
+                             countW = tapCounts(w, 2, countIncludePad);
+  poolRows(w, planes, x, Acc<T>(0), [](Acc<T> a, Acc<T> v) { return a + v; },
+           [&](int64_t p, int64_t od, int64_t oh, const Acc<T>* row) {
+             T* out = outputRow(w, y, p, od, oh);
+             const int64_t rowCount = countD[size_t(od)] * countH[size_t(oh)];
+             for (int64_t o = 0; o < w.out[2]; ++o) {
+               int64_t count = rowCount * countW[size_t(o)];
+               out[o] = T(count > 0 ? row[o] / Acc<T>(count) : Acc<T>(0));
+             }
+           });
 }
 
 template <class T>
 void lpPool(const SpatialWindow& w, int64_t planes, const T* x, T* y, float p) {
-  const int64_t inSize = w.inSize(), outSize = w.outSize();
-  forEachOutput(w, planes, [&](int64_t plane, int64_t od, int64_t oh, int64_t ow, int64_t o) {
-    const T* in = x + plane * inSize;
-    Acc<T> sum = 0;
-    forEachTap(w, od, oh, ow, [&](int64_t d, int64_t h, int64_t iw) {
-      sum += std::pow(std::abs(Acc<T>(in[(d * w.in[1] + h) * w.in[2] + iw])), Acc<T>(p));
-    });
-    y[plane * outSize + o] = T(std::pow(sum, Acc<T>(1) / Acc<T>(p)));
-  });
+  const Acc<T> power = Acc<T>(p);
+  poolRows(w, planes, x, Acc<T>(0), [&](Acc<T> a, Acc<T> v) { return a + std::pow(std::abs(v), power); },
+           [&](int64_t plane, int64_t od, int64_t oh, const Acc<T>* row) {
+             T* out = outputRow(w, y, plane, od, oh);
+             for (int64_t o = 0; o < w.out[2]; ++o) out[o] = T(std::pow(row[o], Acc<T>(1) / power));
+           });
 }
 
 template <class T>
