@@ -7,15 +7,15 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 namespace kiln::kernels {
 namespace {
 
-// OpenBLAS runs products below 64^3 multiply-adds on one thread; such products are spread over the
-// batch with parallelFor instead (attention heads), bigger ones use OpenBLAS's own threads.
-constexpr int64_t kSingleThreadedBlasWork = 64 * 64 * 64;
+// Products below this many multiply-adds run on one thread: waking the pool costs more.
+constexpr int64_t kSingleThreadedWork = 64 * 64 * 64;
 
 template <class T>
 constexpr bool kIsBlasType = std::is_same_v<T, float> || std::is_same_v<T, double>;
@@ -69,6 +69,58 @@ void gemmLoop(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float a
   });
 }
 
+// OpenBLAS's own threads would compete with the kernel thread pool (and spin after each call), so
+// BLAS products run single-threaded inside parallelFor tiles. The previous setting comes back
+// afterwards for other callers of OpenBLAS.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() : previous_(openblas_get_num_threads()) {
+    if (previous_ != 1) openblas_set_num_threads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (previous_ != 1) openblas_set_num_threads(previous_);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int previous_;
+};
+
+template <class T>
+void blasGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda,
+              const T* B, int64_t ldb, float beta, T* C, int64_t ldc) {
+  const auto ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
+}
+
+// One product split into row or column tiles over the pool (the longer side, tiles of at least 16
+// rows or 64 columns), each tile one single-threaded BLAS call. Call under SingleThreadedBlas.
+template <class T>
+void tiledBlasGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda,
+                   const T* B, int64_t ldb, float beta, T* C, int64_t ldc) {
+  const int64_t threads = M * N * K < kSingleThreadedWork ? 1 : cpuThreadCount();
+  const bool byRows = M / 16 >= N / 64;
+  const int64_t tiles = std::max<int64_t>(1, std::min(threads, byRows ? M / 16 : N / 64));
+  if (tiles == 1) return blasGemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const int64_t length = byRows ? M : N;
+  const int64_t tile = ((length + tiles - 1) / tiles + 15) / 16 * 16;  // multiples of 16 keep SIMD tails out
+  parallelFor((length + tile - 1) / tile, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t first = t * tile, count = std::min(tile, length - first);
+      if (byRows)
+        blasGemm(transA, transB, count, N, K, alpha, transA ? A + first : A + first * lda, lda, B, ldb, beta,
+                 C + first * ldc, ldc);
+      else
+        blasGemm(transA, transB, M, count, K, alpha, A, lda, transB ? B + first * ldb : B + first, ldb, beta,
+                 C + first, ldc);
+    }
+  });
+}
+
 template <class T>
 void widen(const T* src, int64_t count, float* dst) {
   for (int64_t i = 0; i < count; ++i) dst[i] = toFloat(src[i]);
@@ -87,12 +139,8 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
   if (K <= 0) return scaleRows(M, N, beta, C, ldc);
   if constexpr (kIsBlasType<T>) {
     if (fitsBlasInt(M, N, K, lda, ldb, ldc)) {
-      const auto ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
-      if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
-      else
-        cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
-      return;
+      SingleThreadedBlas singleThreaded;
+      return tiledBlasGemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     }
     gemmLoop(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   } else if constexpr (kIsHalfType<T>) {
@@ -131,19 +179,21 @@ void batchedMatMul(const T* A, const T* B, T* C, int64_t batch, const int64_t* a
       foldsIntoM = bOffsets[i] == bOffsets[0] && aOffsets[i] == aOffsets[0] + i * M * K;
     if (foldsIntoM || batch == 1) {
       const int64_t rows = foldsIntoM ? batch * M : M;
-      gemm<T>(transA, transB, rows, N, K, 1.0f, A + aOffsets[0], lda, B + bOffsets[0], ldb, 0.0f, C, N);
+      return gemm<T>(transA, transB, rows, N, K, 1.0f, A + aOffsets[0], lda, B + bOffsets[0], ldb, 0.0f, C, N);
+    }
+    const int64_t work = M * N * K;
+    if (batch < cpuThreadCount() && work >= kSingleThreadedWork) {  // few big products: tile each one
+      for (int64_t i = 0; i < batch; ++i)
+        gemm<T>(transA, transB, M, N, K, 1.0f, A + aOffsets[i], lda, B + bOffsets[i], ldb, 0.0f, C + i * M * N, N);
       return;
     }
-    auto one = [&](int64_t i) {
-      gemm<T>(transA, transB, M, N, K, 1.0f, A + aOffsets[i], lda, B + bOffsets[i], ldb, 0.0f, C + i * M * N, N);
-    };
-    if (kIsBlasType<T> && M * N * K >= kSingleThreadedBlasWork) {
-      for (int64_t i = 0; i < batch; ++i) one(i);  // OpenBLAS threads each product
-      return;
-    }
-    parallelFor(batch, std::max<int64_t>(1, kSingleThreadedBlasWork / std::max<int64_t>(1, M * N * K)),
+    std::optional<SingleThreadedBlas> singleThreaded;
+    if constexpr (kIsBlasType<T>) singleThreaded.emplace();
+    parallelFor(batch, std::max<int64_t>(1, kSingleThreadedWork / std::max<int64_t>(1, work)),
                 [&](int64_t begin, int64_t end) {
-                  for (int64_t i = begin; i < end; ++i) one(i);
+                  for (int64_t i = begin; i < end; ++i)
+                    gemm<T>(transA, transB, M, N, K, 1.0f, A + aOffsets[i], lda, B + bOffsets[i], ldb, 0.0f,
+                            C + i * M * N, N);
                 });
   }
 }

@@ -4,6 +4,9 @@
 #include <kernels/cpu/reduce/compute_type.h>
 
 #include <algorithm>
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -13,10 +16,102 @@ namespace kiln::kernels {
 namespace {
 
 constexpr int64_t kGrainElements = 16384;
+// Row primitives for float: AVX2 where the kernels are built for it (the default x86-64-v3), since
+// exp with a libm call does not vectorise; plain loops otherwise and for double.
+#if defined(__AVX2__) && defined(__FMA__)
+// exp(x) = 2^k * p(r) with x = k*ln2 + r, |r| <= ln2/2 and p a degree-6 Taylor polynomial
+// (relative error about 2e-7). Below -87.3, where float exp underflows, it gives about 1e-38.
+// NaN stays NaN (max/min return their second operand when one is NaN).
+inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_set1_ps(88.7f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x));
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145752f), x);  // ln2 split in two for precision
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.42860677e-6f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+  for (float c : {1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f}) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
+}
+
+inline float horizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+
+inline float rowMax(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float result = *std::max_element(lanes, lanes + 8);
+  for (; i < n; ++i) result = std::max(result, x[i]);
+  return result;
+}
+
+// Sum of exp(x - shift); the terms go to y too when y is not null (y may alias x).
+inline float sumExp(const float* x, float* y, int64_t n, float shift) {
+  const __m256 s = _mm256_set1_ps(shift);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+    if (y) _mm256_storeu_ps(y + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float sum = horizontalSum(acc);
+  for (; i < n; ++i) {
+    alignas(32) float lane[8] = {x[i] - shift};
+    const float e = _mm_cvtss_f32(_mm256_castps256_ps128(exp8(_mm256_load_ps(lane))));
+    if (y) y[i] = e;
+    sum += e;
+  }
+  return sum;
+}
+#else
+inline float rowMax(const float* x, int64_t n) { return *std::max_element(x, x + n); }
+inline float sumExp(const float* x, float* y, int64_t n, float shift) {
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float e = std::exp(x[i] - shift);
+    if (y) y[i] = e;
+    sum += e;
+  }
+  return sum;
+}
+#endif
+
+inline double rowMax(const double* x, int64_t n) { return *std::max_element(x, x + n); }
+inline double sumExp(const double* x, double* y, int64_t n, double shift) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double e = std::exp(x[i] - shift);
+    if (y) y[i] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+// Softmax / LogSoftmax of one contiguous row (the common last-axis case).
+template <class A>
+void normaliseRow(SoftmaxKind kind, const A* x, A* y, int64_t n) {
+  const A max = rowMax(x, n);
+  const A sum = sumExp(x, kind == SoftmaxKind::kSoftmax ? y : nullptr, n, max);
+  if (kind == SoftmaxKind::kSoftmax) {
+    const A scale = A(1) / sum;
+    for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+  } else {
+    const A shift = max + std::log(sum);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+  }
+}
 
 // One [n, inner] block: x holds the widened input, y receives the result (may alias x).
 template <class A>
 void normaliseBlock(SoftmaxKind kind, const A* x, A* y, int64_t n, int64_t inner, A* scratch) {
+  if (inner == 1 && kind != SoftmaxKind::kHardmax) return normaliseRow(kind, x, y, n);
   A* maxima = scratch;
   A* sums = scratch + inner;
   std::fill(maxima, maxima + inner, -std::numeric_limits<A>::infinity());
