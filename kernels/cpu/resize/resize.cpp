@@ -10,24 +10,25 @@
 namespace kiln::kernels {
 namespace {
 
-// Source coordinate of output coordinate `o` (ONNX Resize's coordinate_transformation_mode).
+// Source coordinate of output coordinate `o` (ONNX Resize's coordinate_transformation_mode). Like
+// ONNX's reference, align_corners and tf_crop_and_resize divide by the unrounded resized length
+// scale * inSize, which differs from outSize when scales (not sizes) were given.
 double sourceCoordinate(int64_t o, int64_t inSize, int64_t outSize, double scale, double roiStart, double roiEnd,
                         CoordinateMode mode) {
-  double x = double(o);
+  double x = double(o), resized = scale * double(inSize);
   switch (mode) {
     case CoordinateMode::kHalfPixel: return (x + 0.5) / scale - 0.5;
     case CoordinateMode::kHalfPixelSymmetric: {
-      double adjustment = double(outSize) / (scale * double(inSize));
+      double adjustment = double(outSize) / resized;
       double offset = double(inSize) / 2 * (1 - adjustment);
       return offset + (x + 0.5) / scale - 0.5;
     }
     case CoordinateMode::kPytorchHalfPixel: return outSize > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-    case CoordinateMode::kAlignCorners:
-      return outSize == 1 ? 0.0 : x * double(inSize - 1) / double(outSize - 1);
+    case CoordinateMode::kAlignCorners: return resized == 1 ? 0.0 : x * double(inSize - 1) / (resized - 1);
     case CoordinateMode::kAsymmetric: return x / scale;
     case CoordinateMode::kTfHalfPixelForNn: return (x + 0.5) / scale;
     case CoordinateMode::kTfCropAndResize:
-      return outSize > 1 ? roiStart * double(inSize - 1) + x * (roiEnd - roiStart) * double(inSize - 1) / double(outSize - 1)
+      return outSize > 1 ? roiStart * double(inSize - 1) + x * (roiEnd - roiStart) * double(inSize - 1) / (resized - 1)
                          : 0.5 * (roiStart + roiEnd) * double(inSize - 1);
   }
   return x;

@@ -131,7 +131,7 @@ void scatterNDKernel(KernelContext& ctx) {
 void oneHotKernel(KernelContext& ctx) {
   const HostTensor& values = ctx.input(2);
   HostTensor& out = ctx.allocateOutput(0);
-  size_t axis = axisOf(ctx, out.rank());
+  size_t axis = axisOf(ctx, out.rank(), -1);
   int64_t depth = out.dim(axis);
   std::vector<int64_t> indices = ctx.input(0).toInt64Vector();
   for (int64_t& i : indices) i = i < 0 ? i + depth : i;  // still out of range: no hot element

@@ -45,9 +45,9 @@ T* elementsAs(HostTensor& t) {
 // an index outside [-limit, limit) fails naming it.
 std::vector<int64_t> normalizedIndices(const KernelContext& ctx, size_t input, int64_t limit, const char* what);
 
-// The 'axis' attribute (default 0) made non-negative; the schema has range-checked it.
-inline size_t axisOf(const KernelContext& ctx, size_t rank) {
-  int64_t axis = ctx.layer().attrInt("axis", 0);
+// The 'axis' attribute made non-negative; the schema has range-checked it.
+inline size_t axisOf(const KernelContext& ctx, size_t rank, int64_t fallback = 0) {
+  int64_t axis = ctx.layer().attrInt("axis", fallback);
   return size_t(axis < 0 ? axis + int64_t(rank) : axis);
 }
 
