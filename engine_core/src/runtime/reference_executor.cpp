@@ -82,6 +82,13 @@ std::vector<Value> executeGraph(const Network& graph, const std::vector<Value>& 
     }
   }
   for (const auto& out : graph.outputs()) lastUse[out] = order.size();
+  // Types of the values subgraph bodies can see, for inferring If/Loop/Scan bodies at run time.
+  std::unordered_map<std::string, Tensor> scopeTypes;
+  const Network::ScopeLookup scopeTypeLookup = [&](const std::string& name) -> const Tensor* {
+    const Value* v = lookup(name);
+    if (!v) return nullptr;
+    return &scopeTypes.insert_or_assign(name, describeValue(name, *v)).first->second;
+  };
   const auto& schemas = OpSchemaRegistry::instance();
   const auto& kernels = CpuKernelRegistry::instance();
 
@@ -109,7 +116,7 @@ std::vector<Value> executeGraph(const Network& graph, const std::vector<Value>& 
       inferIn.push_back(v ? &described[i] : nullptr);
       inferValues.push_back(v && !v->isSequence() && v->hasElement ? &v->tensor : nullptr);
     }
-    InferenceContext inference(layer, inferIn, inferValues);
+    InferenceContext inference(layer, inferIn, inferValues, scopeTypeLookup);
     schema->infer(inference);
 
     auto scopeLookup = [&](const std::string& name) { return lookup(name); };
