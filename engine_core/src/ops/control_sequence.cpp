@@ -2,8 +2,10 @@
 // If / Loop / Scan / SequenceMap in control_sequence_flow.cpp.
 #include "control_sequence.h"
 
-#include "../onnx/tensor_proto.h"
+#include "data_type_attr.h"
 #include "op_families.h"
+
+#include <algorithm>
 
 namespace kiln {
 
@@ -12,14 +14,6 @@ Shape mergeShapes(const Shape& a, const Shape& b) {
   std::vector<Dim> dims(a.rank());
   for (size_t i = 0; i < a.rank(); ++i) dims[i] = a[i] == b[i] ? a[i] : Dim::unknown();
   return Shape(std::move(dims));
-}
-
-DataType onnxDataTypeAttr(const InferenceContext& ctx, const std::string& attribute, DataType fallback) {
-  if (!ctx.layer().hasAttr(attribute)) return fallback;
-  int64_t code = ctx.layer().attrInt(attribute);
-  DataType type = onnx_import::fromOnnxType(int32_t(code), ctx.layer().describe() + ", attribute '" + attribute + "'");
-  if (type == DataType::kUndefined) ctx.fail("attribute '" + attribute + "' must name a data type, got 0 (UNDEFINED)");
-  return type;
 }
 
 namespace {

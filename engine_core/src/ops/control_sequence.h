@@ -8,9 +8,6 @@ namespace kiln {
 // Used where one value may take several shapes (If branches, loop-carried values, sequence items).
 Shape mergeShapes(const Shape& a, const Shape& b);
 
-// A Kiln data type from an ONNX TensorProto.DataType attribute value (SequenceEmpty dtype, ...).
-DataType onnxDataTypeAttr(const InferenceContext& ctx, const std::string& attribute, DataType fallback);
-
 void registerSequenceSchemas(OpSchemaRegistry& registry);
 void registerControlFlowSchemas(OpSchemaRegistry& registry);
 
