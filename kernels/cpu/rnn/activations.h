@@ -1,7 +1,6 @@
 #pragma once
 // The activation functions ONNX recurrent layers accept (RNN, GRU, LSTM `activations` attribute).
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
