@@ -5,6 +5,7 @@
 #include <kernels/cpu/common/parallel.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace kiln::kernels {
 namespace {
@@ -50,30 +51,54 @@ void nextRow(const std::vector<int64_t>& dims, const std::vector<int64_t>& strid
   }
 }
 
-// Batched 2-D transpose: the output's last axis has source stride `colStride` and the one before
-// it has source stride 1. Tiles keep both the reads and the writes within cache lines.
+// Tiled 2-D transposes: output axis `rowAxis` has source stride 1 and the last output axis a larger
+// source stride; every other axis is a batch. 32x32 tiles keep both the reads and the writes within
+// cache lines; each row of a tile is written contiguously.
 template <class T>
-void tiledTranspose(const T* src, T* dst, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+void tiledTranspose(const T* src, T* dst, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                    size_t rowAxis) {
   constexpr int64_t kTile = 32;
   size_t rank = dims.size();
-  int64_t rows = dims[rank - 2], cols = dims[rank - 1], colStride = strides[rank - 1];
-  int64_t rowTiles = (rows + kTile - 1) / kTile, colTiles = (cols + kTile - 1) / kTile;
+  std::vector<int64_t> dstStrides = denseStrides(dims);
+  int64_t rows = dims[rowAxis], cols = dims.back(), colStride = strides.back(), rowDstStride = dstStrides[rowAxis];
+  std::vector<int64_t> batchDims, batchSrc, batchDst;
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    if (d == rowAxis) continue;
+    batchDims.push_back(dims[d]);
+    batchSrc.push_back(strides[d]);
+    batchDst.push_back(dstStrides[d]);
+  }
   int64_t batches = 1;
-  for (size_t d = 0; d + 2 < rank; ++d) batches *= dims[d];
-  // rowOffset walks all but the last of the axes it is given: here, the batch axes.
-  std::vector<int64_t> batchDims(dims.begin(), dims.end() - 1), batchStrides(strides.begin(), strides.end() - 1);
+  for (int64_t d : batchDims) batches *= d;
+  int64_t rowTiles = (rows + kTile - 1) / kTile, colTiles = (cols + kTile - 1) / kTile;
   parallelFor(batches * rowTiles * colTiles, 1, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> index(rank);
     for (int64_t task = begin; task < end; ++task) {
       int64_t batch = task / (rowTiles * colTiles), tile = task % (rowTiles * colTiles);
+      const T* in = src;
+      T* out = dst;
+      for (size_t d = batchDims.size(); d-- > 0;) {
+        int64_t i = batch % batchDims[d];
+        batch /= batchDims[d];
+        in += i * batchSrc[d];
+        out += i * batchDst[d];
+      }
       int64_t r0 = (tile / colTiles) * kTile, c0 = (tile % colTiles) * kTile;
       int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-      const T* in = src + rowOffset(batch, batchDims, batchStrides, index);
-      T* out = dst + batch * rows * cols;
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = r0; r < r1; ++r) out[r * cols + c] = in[r + c * colStride];
+      for (int64_t r = r0; r < r1; ++r) {
+        T* row = out + r * rowDstStride;
+        for (int64_t c = c0; c < c1; ++c) row[c] = in[r + c * colStride];
+      }
     }
   });
+}
+
+// The output axis (other than the last) that reads the source contiguously, when tiling pays off.
+std::optional<size_t> transposeRowAxis(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  size_t rank = dims.size();
+  if (rank < 2 || strides.back() == 1 || strides.back() == 0 || dims.back() < 8) return std::nullopt;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    if (strides[d] == 1 && dims[d] >= 8) return d;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -95,8 +120,8 @@ void copyStrided(const T* src, T* dst, std::vector<int64_t> dims, std::vector<in
   }
   size_t rank = dims.size();
   int64_t inner = dims.back(), innerStride = srcStrides.back();
-  if (rank >= 2 && innerStride != 1 && srcStrides[rank - 2] == 1 && inner >= 8 && dims[rank - 2] >= 8) {
-    tiledTranspose(src, dst, dims, srcStrides);
+  if (auto rowAxis = transposeRowAxis(dims, srcStrides)) {
+    tiledTranspose(src, dst, dims, srcStrides, *rowAxis);
     return;
   }
   int64_t rows = 1;
