@@ -146,7 +146,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"conv1d", 2, 3, 4, 1, {15}, {4}, {2}, {1, 2}, {2}, true},
         ConvCase{"depthwise1d", 1, 4, 4, 4, {12}, {3}, {1}, {1, 1}, {1}, true},
         ConvCase{"conv3d", 1, 2, 3, 1, {5, 6, 4}, {3, 2, 3}, {1, 2, 1}, {1, 0, 1, 1, 1, 0}, {1, 1, 1}, true},
+        // GEMMs big enough to be split across threads: by output columns, and (few columns) by rows.
         ConvCase{"bigGemm", 1, 32, 48, 1, {20, 20}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},
+        ConvCase{"narrowGemm", 1, 64, 70, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},
         ConvCase{"bigGemmBatch", 3, 16, 32, 1, {24, 24}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false}),
     [](const auto& info) { return info.param.name; });
 
@@ -195,7 +197,8 @@ TEST(ConvTranspose, MatchesScatterLoops) {
   struct Case { int64_t c, m, group; std::vector<int64_t> in, kernel, strides, pads, dilations, outputPadding; };
   for (const Case& k : {Case{2, 3, 1, {4, 5}, {3, 3}, {2, 2}, {1, 0, 1, 1}, {1, 1}, {1, 0}},
                         Case{4, 6, 2, {3, 3}, {2, 3}, {1, 2}, {0, 0, 0, 0}, {2, 1}, {0, 0}},
-                        Case{3, 2, 1, {7}, {4}, {3}, {2, 1}, {1}, {2}}}) {
+                        Case{3, 2, 1, {7}, {4}, {3}, {2, 1}, {1}, {2}},
+                        Case{40, 18, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, {0, 0}}}) {  // split GEMM
     const size_t r = k.in.size();
     const int64_t n = 2, cg = k.c / k.group, mg = k.m / k.group;
     std::vector<int64_t> out;

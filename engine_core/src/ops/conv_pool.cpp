@@ -10,8 +10,6 @@ void registerPoolingSchemas(OpSchemaRegistry& registry);
 
 namespace {
 
-std::string dimText(const Dim& d) { return d.toString(); }
-
 // Rank of X (or of W when X's is unknown); 0 when neither is known. Checks both are N, C + spatial.
 size_t convRank(const InferenceContext& ctx, size_t xIndex, size_t wIndex) {
   const Shape& x = ctx.inputShape(xIndex);
@@ -59,7 +57,7 @@ void checkPerChannel(const InferenceContext& ctx, size_t i, const char* name, co
   if (!s.hasRank()) return;
   if (allowScalar && (s.rank() == 0 || (s.rank() == 1 && s[0] == Dim(1)))) return;
   if (s.rank() != 1 || (m.isKnown() && s[0].isKnown() && s[0] != m))
-    ctx.fail(std::string("input ") + name + " must have shape [M] = [" + dimText(m) + "]" +
+    ctx.fail(std::string("input ") + name + " must have shape [M] = [" + m.toString() + "]" +
              (allowScalar ? " or be a scalar" : "") + ", got " + s.toString());
 }
 

@@ -14,31 +14,72 @@
 namespace kiln::kernels {
 namespace {
 
-// OpenBLAS runs GEMMs with m*n*k at or below this in the calling thread; such small GEMMs are run
-// concurrently (one per batch item / group) instead.
-constexpr int64_t kBlasSingleThreadWork = 65536 * 4;
+// GEMMs with less work than this are not worth splitting across threads.
+constexpr int64_t kSplitGemmWork = 65536 * 4;
 
-// C[m, n] = op(A) B + beta C, row-major; op(A) = A[m, k], or A stored as [k, m] when transA.
-void gemm(bool transA, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, float beta) {
+// Keeps OpenBLAS single-threaded while alive. Kiln's pool splits the work itself, so OpenBLAS's own threads never busy-wait on the cores the
+// pool needs (im2col, the next layer) between GEMMs.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() : saved_(openblas_get_num_threads()) {
+    if (saved_ != 1) openblas_set_num_threads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (saved_ != 1) openblas_set_num_threads(saved_);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int saved_;
+};
+
+// C[m, n] = op(A) B + beta C, row-major with leading dimensions; op(A) = A[m, k], or A stored as
+// [k, m] when transA.
+void gemm(bool transA, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+          float* c, int64_t ldc, float beta) {
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, a,
-              transA ? int(m) : int(k), b, int(n), beta, c, int(n));
+              int(lda), b, int(ldb), beta, c, int(ldc));
 }
-void gemm(bool transA, int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c, double beta) {
+void gemm(bool transA, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb,
+          double* c, int64_t ldc, double beta) {
   cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0, a,
-              transA ? int(m) : int(k), b, int(n), beta, c, int(n));
+              int(lda), b, int(ldb), beta, c, int(ldc));
 }
-// Exact int32 GEMM (no BLAS has one); rows of C are independent, so they are split across threads.
-void gemm(bool, int64_t m, int64_t n, int64_t k, const int32_t* a, const int32_t* b, int32_t* c, int32_t beta) {
-  parallelFor(m, 1, [&](int64_t rowBegin, int64_t rowEnd) {
-    for (int64_t i = rowBegin; i < rowEnd; ++i) {
-      int32_t* out = c + i * n;
-      if (beta == 0) std::fill(out, out + n, 0);
-      for (int64_t p = 0; p < k; ++p) {
-        const int32_t scale = a[i * k + p];
-        if (scale == 0) continue;
-        const int32_t* row = b + p * n;
-        for (int64_t j = 0; j < n; ++j) out[j] += scale * row[j];
-      }
+// Exact int32 GEMM (no BLAS has one); A is never transposed here.
+void gemm(bool, int64_t m, int64_t n, int64_t k, const int32_t* a, int64_t lda, const int32_t* b, int64_t ldb,
+          int32_t* c, int64_t ldc, int32_t beta) {
+  for (int64_t i = 0; i < m; ++i) {
+    int32_t* out = c + i * ldc;
+    if (beta == 0) std::fill(out, out + n, 0);
+    for (int64_t p = 0; p < k; ++p) {
+      const int32_t scale = a[i * lda + p];
+      if (scale == 0) continue;
+      const int32_t* row = b + p * ldb;
+      for (int64_t j = 0; j < n; ++j) out[j] += scale * row[j];
+    }
+  }
+}
+
+// C[m, n] = op(A) B + beta C on all pool threads: wide outputs are split into column blocks (each
+// thread reads all of A and its own slice of B), narrow ones into row blocks. Inside a parallel
+// region it runs on the calling thread.
+template <class T>
+void parallelGemm(bool transA, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta) {
+  const int64_t lda = transA ? m : k;
+  const int64_t threads = cpuThreadCount();
+  if (threads <= 1 || m * n * k <= kSplitGemmWork) return gemm(transA, m, n, k, a, lda, b, n, c, n, beta);
+  const bool byColumns = n >= 64 * threads;
+  const int64_t extent = byColumns ? n : m;
+  const int64_t align = byColumns ? 16 : 4;  // keep blocks a multiple of the BLAS micro-tile
+  const int64_t block = ((extent + threads - 1) / threads + align - 1) / align * align;
+  parallelFor((extent + block - 1) / block, 1, [&](int64_t first, int64_t last) {
+    for (int64_t part = first; part < last; ++part) {
+      const int64_t begin = part * block, size = std::min(extent, begin + block) - begin;
+      if (byColumns)
+        gemm(transA, m, size, k, a, lda, b + begin, n, c + begin, n, beta);
+      else
+        gemm(transA, size, n, k, transA ? a + begin : a + begin * lda, lda, b, n, c + begin * n, n, beta);
     }
   });
 }
@@ -108,8 +149,8 @@ void depthwise(const ConvShape& s, const T* x, const T* w, T* y) {
   });
 }
 
-// im2col + GEMM per (batch item, group). Big GEMMs run one after another, each threaded by BLAS;
-// small ones run concurrently, one task per (batch item, group).
+// im2col + GEMM per (batch item, group). With enough tasks (or small ones) each thread takes whole
+// tasks; otherwise the tasks run one after another, each GEMM split across the threads.
 template <class T>
 void gemmConvolution(const ConvShape& s, const T* x, const T* w, T* y) {
   const SpatialWindow& win = s.window;
@@ -123,12 +164,12 @@ void gemmConvolution(const ConvShape& s, const T* x, const T* w, T* y) {
       im2col(win, cPerGroup, image, columns);
       image = columns;
     }
-    gemm(false, mPerGroup, outSize, rows, w + g * mPerGroup * rows, image,
-         y + (n * s.outChannels + g * mPerGroup) * outSize, T(1));
+    parallelGemm(false, mPerGroup, outSize, rows, w + g * mPerGroup * rows, image,
+                 y + (n * s.outChannels + g * mPerGroup) * outSize, T(1));
   };
   const int64_t tasks = s.batch * s.group;
   const int64_t columnsSize = pointwise ? 0 : rows * outSize;
-  if (tasks > 1 && mPerGroup * outSize * rows <= kBlasSingleThreadWork) {
+  if (tasks >= cpuThreadCount() || (tasks > 1 && mPerGroup * outSize * rows <= kSplitGemmWork)) {
     parallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
       auto columns = uninitialized<T>(columnsSize);
       for (int64_t t = begin; t < end; ++t) runTask(t, columns.get());
@@ -144,10 +185,12 @@ void gemmConvolution(const ConvShape& s, const T* x, const T* w, T* y) {
 template <class T>
 void convolution(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
   fillWithBias(s.batch, s.outChannels, s.window.outSize(), bias, y);
-  if (isDepthwise(s))
+  if (isDepthwise(s)) {
     depthwise(s, x, w, y);
-  else
+  } else {
+    SingleThreadedBlas blasGuard;
     gemmConvolution(s, x, w, y);
+  }
 }
 
 void convolutionInt32(const ConvShape& s, const int32_t* x, const int32_t* w, int32_t* y) {
@@ -162,11 +205,12 @@ void convTranspose(const ConvShape& s, const T* x, const T* w, const T* bias, T*
   const int64_t rows = mPerGroup * win.kernelSize(), xSize = win.outSize(), ySize = win.inSize();
   fillWithBias(s.batch, s.outChannels, ySize, bias, y);
   auto columns = uninitialized<T>(rows * xSize);
+  SingleThreadedBlas blasGuard;
   for (int64_t n = 0; n < s.batch; ++n) {
     for (int64_t g = 0; g < s.group; ++g) {
       // columns[M/g * K, xSize] = W_g^T X_g, then scattered back onto the output image.
-      gemm(true, rows, xSize, cPerGroup, w + g * cPerGroup * rows, x + (n * s.inChannels + g * cPerGroup) * xSize,
-           columns.get(), T(0));
+      parallelGemm(true, rows, xSize, cPerGroup, w + g * cPerGroup * rows,
+                   x + (n * s.inChannels + g * cPerGroup) * xSize, columns.get(), T(0));
       col2imAdd(win, mPerGroup, columns.get(), y + (n * s.outChannels + g * mPerGroup) * ySize);
     }
   }
