@@ -156,7 +156,7 @@ void NodeItem::paintRows(QPainter* painter, const QRectF& box, double top) const
   if (content_.rows.empty()) return;
   painter->setPen(QPen(QColor(0xE5, 0xE7, 0xEB), 1));
   painter->drawLine(QPointF(box.left() + 1, top), QPointF(box.right() - 1, top));
-  const double keyWidth = std::min(keyColumnWidth(content_), (box.width() - 2 * kPadding) * 0.6);
+  const double keyWidth = std::min(keyColumnWidth(content_), box.width() - 2 * kPadding - 24);
   double y = top + 2;
   for (const auto& row : content_.rows) {
     const QRectF rowRect(box.left() + kPadding, y, box.width() - 2 * kPadding, kRowHeight);
