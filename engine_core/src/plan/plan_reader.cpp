@@ -164,6 +164,7 @@ std::shared_ptr<EngineDescription> readPlan(const std::vector<uint8_t>& bytes) {
                                                  ", this Kiln reads version " + std::to_string(kPlanFormatVersion) +
                                                  "; rebuild the plan with this Kiln");
   uint64_t size = bytes.size();
+  if (h.reserved != 0) corrupt("its header has non-zero reserved bytes");
   if (h.headerBytes != sizeof(PlanHeader) || h.metadataOffset < sizeof(PlanHeader) || h.metadataOffset > size ||
       h.metadataBytes > size - h.metadataOffset || h.weightsOffset > size || h.weightsBytes > size - h.weightsOffset ||
       h.weightsOffset < h.metadataOffset + h.metadataBytes)

@@ -165,6 +165,12 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
   auto subgraphRunner = [&](const Network& body, const std::vector<Value>& bodyInputs) {
     return executeGraph(body, bodyInputs, lookup);
   };
+  std::unordered_map<std::string, Tensor> scopeTypes;
+  const Network::ScopeLookup scopeTypeLookup = [&](const std::string& name) -> const Tensor* {
+    const Value* v = lookup(name);
+    if (!v) return nullptr;
+    return &scopeTypes.insert_or_assign(name, describeValue(name, *v)).first->second;
+  };
   const char* arenaBegin = static_cast<const char*>(state_->arena.get());
   const char* arenaEnd = arenaBegin + d.memory.arenaBytes;
 
@@ -197,7 +203,8 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
       return t;
     };
     auto start = std::chrono::steady_clock::now();
-    auto outputs = runLayerOnCpu(layer, inputValues, cpuKernelFor(layer, decision.tactic), subgraphRunner, allocator);
+    auto outputs = runLayerOnCpu(layer, inputValues, cpuKernelFor(layer, decision.tactic), subgraphRunner, allocator,
+                                 scopeTypeLookup);
     for (size_t i = 0; i < layer.outputs.size(); ++i) {
       if (layer.outputs[i].empty()) continue;
       Value& v = outputs[i];

@@ -5,8 +5,6 @@
 #include "../ops/op_schema.h"
 
 namespace kiln {
-namespace {
-
 Tensor describeValue(const std::string& name, const Value& v) {
   Tensor t;
   t.name = name;
@@ -23,8 +21,6 @@ Tensor describeValue(const std::string& name, const Value& v) {
   return t;
 }
 
-}  // namespace
-
 const CpuKernelFn& cpuKernelFor(const Layer& layer, const std::string& tactic) {
   const auto& kernels = CpuKernelRegistry::instance();
   const CpuKernelFn* kernel = tactic.empty() ? kernels.find(layer.domain, layer.opType)
@@ -38,7 +34,8 @@ const CpuKernelFn& cpuKernelFor(const Layer& layer, const std::string& tactic) {
 
 std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Value*>& inputs, const CpuKernelFn& kernel,
                                  const KernelContext::SubgraphRunner& subgraphRunner,
-                                 const KernelContext::OutputAllocator& allocator) {
+                                 const KernelContext::OutputAllocator& allocator,
+                                 const Network::ScopeLookup& scopeTypes) {
   std::vector<Tensor> described(inputs.size());
   std::vector<const Tensor*> inferIn(inputs.size(), nullptr);
   std::vector<const HostTensor*> inferValues(inputs.size(), nullptr);
@@ -49,7 +46,7 @@ std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Val
     inferIn[i] = &described[i];
     if (!v->isSequence() && v->hasElement) inferValues[i] = &v->tensor;
   }
-  InferenceContext inference(layer, inferIn, inferValues);
+  InferenceContext inference(layer, inferIn, inferValues, scopeTypes);
   OpSchemaRegistry::instance().find(layer.domain, layer.opType)->infer(inference);
   KernelContext ctx(layer, inputs, inference.outputs(), subgraphRunner);
   if (allocator) ctx.setOutputAllocator(allocator);

@@ -14,10 +14,15 @@ namespace kiln {
 // The kernel for `layer` (a specific tactic when given); throws kUnsupported naming the layer.
 const CpuKernelFn& cpuKernelFor(const Layer& layer, const std::string& tactic = "");
 
-// Infers the output types from the concrete inputs, then runs the kernel.
+// Infers the output types from the concrete inputs, then runs the kernel. `scopeTypes` gives the
+// types of outer values that subgraph bodies read (If/Loop/Scan inference).
 std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Value*>& inputs, const CpuKernelFn& kernel,
                                  const KernelContext::SubgraphRunner& subgraphRunner,
-                                 const KernelContext::OutputAllocator& allocator = {});
+                                 const KernelContext::OutputAllocator& allocator = {},
+                                 const Network::ScopeLookup& scopeTypes = {});
+
+// The type of a run-time value, as a Tensor description.
+Tensor describeValue(const std::string& name, const Value& value);
 
 // For each tensor the last step (index into `order`) that reads it, directly or from a subgraph;
 // graph outputs live to the end (order.size()).

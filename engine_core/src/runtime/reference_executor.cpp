@@ -60,6 +60,13 @@ std::vector<Value> executeGraph(const Network& graph, const std::vector<Value>& 
   // Free each intermediate after its last reader to bound memory on big models.
   auto order = graph.topologicalOrder();
   auto lastUse = lastUseSteps(graph, order);
+  // Types of the values subgraph bodies can see, for inferring If/Loop/Scan bodies at run time.
+  std::unordered_map<std::string, Tensor> scopeTypes;
+  const Network::ScopeLookup scopeTypeLookup = [&](const std::string& name) -> const Tensor* {
+    const Value* v = lookup(name);
+    if (!v) return nullptr;
+    return &scopeTypes.insert_or_assign(name, describeValue(name, *v)).first->second;
+  };
   for (size_t step = 0; step < order.size(); ++step) {
     const Layer& layer = graph.layers()[order[step]];
     const CpuKernelFn& kernel = cpuKernelFor(layer);
@@ -71,7 +78,7 @@ std::vector<Value> executeGraph(const Network& graph, const std::vector<Value>& 
       inputValues.push_back(v);
     }
     auto start = std::chrono::steady_clock::now();
-    auto outputs = runLayerOnCpu(layer, inputValues, kernel, subgraphRunner);
+    auto outputs = runLayerOnCpu(layer, inputValues, kernel, subgraphRunner, {}, scopeTypeLookup);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (options.afterLayer) options.afterLayer(layer, outputs, ms);
     for (size_t i = 0; i < layer.outputs.size(); ++i)
