@@ -2,6 +2,7 @@
 // Helpers for pass tests in the style of ONNX Runtime's graph_transform_test: build a model, run
 // one pass (or a standard pipeline), count op types before and after, compare outputs.
 #include <kiln/compare.h>
+#include <kiln/error.h>
 #include <kiln/onnx_importer.h>
 #include <kiln/reference_executor.h>
 
