@@ -14,7 +14,8 @@ class CpuKernelRegistry;
   X(TensorShape)            \
   X(ControlSequence)        \
   X(Recurrent)              \
-  X(SignalMisc)
+  X(SignalMisc)             \
+  X(Fused)
 
 #define KILN_DECLARE_FAMILY(Family)                        \
   void register##Family##Schemas(OpSchemaRegistry& registry); \

@@ -1,0 +1,185 @@
+// CPU kernels for Kiln's fused ops (semantics: engine_core/src/ops/fused.cpp). FusedConv and
+// FusedMatMul run the base op's own CPU kernel, then the epilogue in one pass over its output;
+// Pointwise runs its body; Attention has its own kernel (kernels/cpu/attention).
+#include <kernels/cpu/attention/attention.h>
+#include <kernels/cpu/fused/epilogue.h>
+
+#include "../../../ops/fused.h"
+#include "../../../ops/op_families.h"
+#include "../cpu_kernel.h"
+
+#include <algorithm>
+#include <map>
+
+namespace kiln {
+namespace {
+
+using kernels::Activation;
+
+Activation parseActivation(const KernelContext& ctx, const std::string& name) {
+  static const std::map<std::string, Activation> byName = {
+      {"", Activation::kNone},          {"Relu", Activation::kRelu},
+      {"Clip", Activation::kClip},      {"Sigmoid", Activation::kSigmoid},
+      {"HardSigmoid", Activation::kHardSigmoid}, {"HardSwish", Activation::kHardSwish},
+      {"SiLU", Activation::kSiLU},      {"Gelu", Activation::kGelu},
+      {"GeluTanh", Activation::kGeluTanh}, {"LeakyRelu", Activation::kLeakyRelu},
+      {"Tanh", Activation::kTanh}};
+  auto it = byName.find(name);
+  if (it == byName.end())
+    ctx.fail("unknown activation '" + name + "'; expected one of Relu, Clip, Sigmoid, HardSigmoid, HardSwish, "
+             "SiLU, Gelu, GeluTanh, LeakyRelu, Tanh");
+  return it->second;
+}
+
+const float* float32Input(const KernelContext& ctx, size_t i, int64_t expectedCount, const char* what) {
+  const HostTensor& t = ctx.input(i);
+  if (t.dtype() != DataType::kFloat32) ctx.fail(std::string(what) + " must be float32");
+  if (t.elementCount() != expectedCount)
+    ctx.fail(std::string(what) + " has " + std::to_string(t.elementCount()) + " elements, expected " +
+             std::to_string(expectedCount));
+  return t.data<float>();
+}
+
+// Runs the base op on inputs [0, baseInputs) with the base op's registered kernel.
+HostTensor runBase(KernelContext& ctx, size_t baseInputs) {
+  Layer base = fused::baseLayer(ctx.layer());
+  base.inputs.resize(std::min(base.inputs.size(), baseInputs));
+  while (!base.inputs.empty() && base.inputs.back().empty()) base.inputs.pop_back();
+  const CpuKernelFn* kernel = CpuKernelRegistry::instance().find("", base.opType);
+  if (!kernel) ctx.fail("base op '" + base.opType + "' has no CPU kernel");
+  std::vector<const Value*> inputs;
+  for (size_t i = 0; i < base.inputs.size(); ++i) inputs.push_back(ctx.hasInput(i) ? &ctx.inputValue(i) : nullptr);
+  KernelContext baseCtx(base, std::move(inputs), {ctx.inferredOutput(0)},
+                        [&](const Network& g, const std::vector<Value>& in) { return ctx.runSubgraph(g, in); });
+  (*kernel)(baseCtx);
+  HostTensor out = baseCtx.outputs().at(0).tensor;
+  if (out.dtype() != DataType::kFloat32) ctx.fail("fused epilogues run on float32 only");
+  // The epilogue writes in place; a base kernel may have returned a view of an input.
+  for (size_t i = 0; i < ctx.inputCount(); ++i)
+    if (ctx.hasInput(i) && out.sharesStorageWith(ctx.input(i))) return out.clone();
+  return out;
+}
+
+kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out) {
+  const Layer& layer = ctx.layer();
+  kernels::Epilogue e;
+  e.activation = parseActivation(ctx, layer.attrString(fused::kActivation, ""));
+  e.alpha = layer.attrFloat(fused::kActivationAlpha, 0.0f);
+  e.beta = layer.attrFloat(fused::kActivationBeta, 0.0f);
+  if (ctx.hasInput(3)) {
+    if (ctx.input(3).dims() != out.dims())
+      ctx.fail("the residual has shape " + dimsToString(ctx.input(3).dims()) + " but the output has shape " +
+               dimsToString(out.dims()));
+    e.residual = float32Input(ctx, 3, out.elementCount(), "the residual");
+    e.residualBeforeActivation = layer.attrInt(fused::kResidualBeforeActivation, 1) != 0;
+  }
+  return e;
+}
+
+void fusedConv(KernelContext& ctx) {
+  HostTensor out = runBase(ctx, 3);  // the bias is the base op's B
+  kernels::Epilogue e = readEpilogue(ctx, out);
+  kernels::applyEpilogue(out.data<float>(), out.elementCount(), e);
+  ctx.setOutput(0, std::move(out));
+}
+
+void fusedMatMul(KernelContext& ctx) {
+  bool gemm = ctx.layer().attrString(fused::kBase) == "Gemm";
+  HostTensor out = runBase(ctx, gemm ? 3 : 2);
+  kernels::Epilogue e = readEpilogue(ctx, out);
+  if (!gemm && ctx.hasInput(2)) {  // MatMul's bias runs along the last output dim
+    int64_t columns = out.rank() == 0 ? 1 : out.dims().back();
+    e.bias = float32Input(ctx, 2, columns, "the bias");
+    e.biasLength = columns;
+  }
+  kernels::applyEpilogue(out.data<float>(), out.elementCount(), e);
+  ctx.setOutput(0, std::move(out));
+}
+
+void pointwise(KernelContext& ctx) {
+  std::vector<Value> inputs;
+  for (size_t i = 0; i < ctx.inputCount(); ++i) inputs.push_back(ctx.inputValue(i));
+  auto outputs = ctx.runSubgraph(ctx.layer().attrGraph("body"), inputs);
+  if (outputs.size() != 1) ctx.fail("the body must have one output");
+  ctx.setOutputValue(0, std::move(outputs[0]));
+}
+
+// Offsets of each (flattened) batch slice into a mask broadcast to [batch dims..., Lq, Lk].
+std::vector<int64_t> maskSliceOffsets(const KernelContext& ctx, const std::vector<int64_t>& target,
+                                      const HostTensor& mask, kernels::AttentionProblem& p) {
+  const size_t rank = target.size();
+  if (mask.rank() > rank) ctx.fail("the mask has more dims than the attention scores");
+  std::vector<int64_t> strides(rank, 0);
+  int64_t stride = 1;
+  for (size_t i = 0; i < mask.rank(); ++i) {
+    size_t maskDim = mask.rank() - 1 - i, dim = rank - 1 - i;
+    int64_t size = mask.dim(maskDim);
+    if (size != 1 && size != target[dim])
+      ctx.fail("the mask of shape " + dimsToString(mask.dims()) + " does not broadcast to the scores' shape " +
+               dimsToString(target));
+    strides[dim] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  p.maskRowStride = strides[rank - 2];
+  p.maskColStride = strides[rank - 1];
+  std::vector<int64_t> offsets(size_t(p.batch), 0);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    int64_t rest = b, offset = 0;
+    for (size_t d = rank - 2; d-- > 0;) {
+      offset += (rest % target[d]) * strides[d];
+      rest /= target[d];
+    }
+    offsets[size_t(b)] = offset;
+  }
+  return offsets;
+}
+
+void attention(KernelContext& ctx) {
+  const HostTensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
+  if (q.dtype() != DataType::kFloat32 || k.dtype() != DataType::kFloat32 || v.dtype() != DataType::kFloat32)
+    ctx.fail("Q, K and V must be float32");
+  const size_t rank = q.rank();
+  if (rank < 2 || k.rank() != rank || v.rank() != rank)
+    ctx.fail("Q, K and V must have the same rank (2 or more); got " + dimsToString(q.dims()) + ", " +
+             dimsToString(k.dims()) + ", " + dimsToString(v.dims()));
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (k.dim(d) != q.dim(d) || v.dim(d) != q.dim(d))
+      ctx.fail("Q, K and V must have the same batch dims; got " + dimsToString(q.dims()) + ", " +
+               dimsToString(k.dims()) + ", " + dimsToString(v.dims()));
+  kernels::AttentionProblem p;
+  p.keyTransposed = ctx.layer().attrInt("k_transposed", 0) != 0;
+  p.scale = ctx.layer().attrFloat("scale", 1.0f);
+  p.queryLength = q.dim(rank - 2);
+  p.headDim = q.dim(rank - 1);
+  p.keyLength = p.keyTransposed ? k.dim(rank - 1) : k.dim(rank - 2);
+  p.valueDim = v.dim(rank - 1);
+  if ((p.keyTransposed ? k.dim(rank - 2) : k.dim(rank - 1)) != p.headDim || v.dim(rank - 2) != p.keyLength)
+    ctx.fail("Q " + dimsToString(q.dims()) + ", K " + dimsToString(k.dims()) + " and V " + dimsToString(v.dims()) +
+             " do not agree on the head and key dims");
+  p.batch = elementCount(std::vector<int64_t>(q.dims().begin(), q.dims().end() - 2));
+  std::vector<int64_t> outDims(q.dims().begin(), q.dims().end() - 1);
+  outDims.push_back(p.valueDim);
+  HostTensor& out = ctx.allocateOutput(0, DataType::kFloat32, outDims);
+  std::vector<int64_t> offsets;
+  if (ctx.hasInput(3)) {
+    const HostTensor& mask = ctx.input(3);
+    if (mask.dtype() != DataType::kFloat32) ctx.fail("the mask must be float32");
+    std::vector<int64_t> scoreDims(q.dims().begin(), q.dims().end() - 1);
+    scoreDims.push_back(p.keyLength);
+    offsets = maskSliceOffsets(ctx, scoreDims, mask, p);
+    p.mask = mask.data<float>();
+    p.maskOffsets = offsets.data();
+  }
+  kernels::attention(p, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>());
+}
+
+}  // namespace
+
+void registerFusedCpuKernels(CpuKernelRegistry& registry) {
+  registry.add(fused::kDomain, fused::kFusedConv, fusedConv);
+  registry.add(fused::kDomain, fused::kFusedMatMul, fusedMatMul);
+  registry.add(fused::kDomain, fused::kPointwise, pointwise);
+  registry.add(fused::kDomain, fused::kAttention, attention);
+}
+
+}  // namespace kiln

@@ -1,0 +1,112 @@
+// Kiln's fused ops (domain "kiln"), made by the fusion passes in engine_core/src/passes/. Their type
+// and shape inference; the CPU kernels are in backends/cpu/ops/fused.cpp.
+//
+// kiln.FusedConv   inputs X, W, [B], [Z]     y = act(conv(X, W) + B + Z)  or  act(conv(X, W) + B) + Z
+//   attributes: base ("Conv" | "ConvTranspose") and all of that op's attributes; the layer's
+//   opsetVersion is the base op's ai.onnx opset. B is the per-output-channel bias [M] of the base
+//   op. Z (residual) has exactly the output's shape; residual_before_activation (int, default 1)
+//   picks the first form (Add before the activation) or the second. activation (string, default
+//   none) is one of Relu, Clip (alpha = min, beta = max), Sigmoid, HardSigmoid (alpha, beta),
+//   HardSwish, SiLU (x * sigmoid(x)), Gelu, GeluTanh (Gelu with approximate = tanh), LeakyRelu
+//   (alpha), Tanh; activation_alpha / activation_beta (floats) are its parameters.
+// kiln.FusedMatMul inputs A, B, [C], [Z]     y = act(base(A, B, C) + Z)  or  act(base(A, B, C)) + Z
+//   base "Gemm" (C is Gemm's C, scaled by its beta) or "MatMul" (C is a bias of shape [N] added
+//   to every row, N = the last output dim). Epilogue attributes as for FusedConv. float32.
+// kiln.Pointwise   inputs: the group's outside tensors, in order
+//   body (graph): the original elementwise layers; its inputs bind to the layer's inputs in order
+//   and its single output is the layer's output. Any dtype the body's ops accept.
+// kiln.Attention   inputs Q [..., Lq, D], K, V [..., Lk, Dv], [mask]   float32
+//   y = softmax(Q · Kᵀ · scale + mask) · V over the last axis, numerically stable. K is
+//   [..., Lk, D] when k_transposed = 0, or already transposed [..., D, Lk] when k_transposed = 1
+//   (the model's MatMul read it that way). Q, K and V have the same leading (batch) dims; the mask
+//   broadcasts to [..., Lq, Lk] and is present iff has_mask = 1. scale (float, default 1).
+#include "fused.h"
+
+#include "op_families.h"
+#include "op_schema.h"
+
+#include <algorithm>
+
+namespace kiln {
+namespace {
+
+// The base op's inference on the first `baseInputs` inputs; output 0 is the fused layer's.
+void inferFromBase(InferenceContext& ctx, size_t baseInputs) {
+  Layer base = fused::baseLayer(ctx.layer());
+  if (!base.domain.empty() || base.opType.empty()) ctx.fail("attribute 'base' names no op");
+  const OpSchema* schema = OpSchemaRegistry::instance().find("", base.opType);
+  if (!schema) ctx.fail("base op '" + base.opType + "' is not supported by Kiln");
+  base.inputs.resize(std::min(base.inputs.size(), baseInputs));
+  while (!base.inputs.empty() && base.inputs.back().empty()) base.inputs.pop_back();
+  std::vector<const Tensor*> inputs;
+  std::vector<const HostTensor*> values;
+  for (size_t i = 0; i < base.inputs.size(); ++i) {
+    inputs.push_back(ctx.hasInput(i) ? &ctx.input(i) : nullptr);
+    values.push_back(ctx.inputValue(i));
+  }
+  base.outputs.resize(1);
+  InferenceContext baseCtx(base, std::move(inputs), std::move(values));
+  schema->infer(baseCtx);
+  const Tensor& out = baseCtx.output(0);
+  if (ctx.hasInput(3) && ctx.input(3).shape.hasRank() && out.shape.hasRank() &&
+      ctx.input(3).shape.rank() != out.shape.rank())
+    ctx.fail("the residual input has shape " + ctx.input(3).shape.toString() + " but the output has shape " +
+             out.shape.toString() + "; they must be equal");
+  ctx.setOutput(0, out.dtype, out.shape);
+}
+
+void inferFusedConv(InferenceContext& ctx) {
+  std::string base = ctx.layer().attrString(fused::kBase, "");
+  if (base != "Conv" && base != "ConvTranspose")
+    ctx.fail("attribute 'base' must be Conv or ConvTranspose, got '" + base + "'");
+  inferFromBase(ctx, 3);
+}
+
+void inferFusedMatMul(InferenceContext& ctx) {
+  std::string base = ctx.layer().attrString(fused::kBase, "");
+  if (base != "MatMul" && base != "Gemm") ctx.fail("attribute 'base' must be MatMul or Gemm, got '" + base + "'");
+  inferFromBase(ctx, base == "Gemm" ? 3 : 2);
+}
+
+// Types the body with the actual inputs and reports its output.
+void inferPointwise(InferenceContext& ctx) {
+  Network body = ctx.layer().attrGraph("body");
+  if (body.inputs().size() != ctx.inputCount() || body.outputs().size() != 1)
+    ctx.fail("the body has " + std::to_string(body.inputs().size()) + " inputs and " +
+             std::to_string(body.outputs().size()) + " outputs; it needs one input per layer input and one output");
+  for (size_t i = 0; i < ctx.inputCount(); ++i) {
+    Tensor& declared = body.tensor(body.inputs()[i]);
+    declared.dtype = ctx.inputType(i);
+    declared.shape = ctx.inputShape(i);
+  }
+  body.inferShapes();
+  const Tensor& out = body.tensor(body.outputs()[0]);
+  ctx.setOutput(0, out.dtype, out.shape);
+}
+
+void inferAttention(InferenceContext& ctx) {
+  const Shape& q = ctx.inputShape(0);
+  const Shape& v = ctx.inputShape(2);
+  for (size_t i = 0; i < 3; ++i) {
+    if (ctx.inputType(i) != DataType::kFloat32) ctx.fail("input " + std::to_string(i) + " must be float32");
+    if (ctx.inputShape(i).hasRank() && ctx.inputShape(i).rank() < 2)
+      ctx.fail("input " + std::to_string(i) + " must have rank 2 or more, got " + ctx.inputShape(i).toString());
+  }
+  bool hasMask = ctx.layer().attrInt("has_mask", 0) != 0;
+  if (hasMask != ctx.hasInput(3)) ctx.fail("has_mask must be 1 exactly when the mask input is given");
+  if (!q.hasRank() || !v.hasRank()) return ctx.setOutput(0, DataType::kFloat32, Shape::unknownRank());
+  std::vector<Dim> dims(q.dims().begin(), q.dims().end() - 1);
+  dims.push_back(v[v.rank() - 1]);
+  ctx.setOutput(0, DataType::kFloat32, Shape(std::move(dims)));
+}
+
+}  // namespace
+
+void registerFusedSchemas(OpSchemaRegistry& registry) {
+  registry.add({fused::kDomain, fused::kFusedConv, inferFusedConv, 2, 4});
+  registry.add({fused::kDomain, fused::kFusedMatMul, inferFusedMatMul, 2, 4});
+  registry.add({fused::kDomain, fused::kPointwise, inferPointwise, 1, -1});
+  registry.add({fused::kDomain, fused::kAttention, inferAttention, 3, 4});
+}
+
+}  // namespace kiln

@@ -1,0 +1,156 @@
+// Scaled dot-product attention written out by exporters,
+//   s = MatMul(Q, Kt); s = s * c (or s / c); s = s + mask; p = Softmax(s, last axis); y = MatMul(p, V)
+// -> one kiln.Attention, which never materialises the scores of more than one batch-head at a time.
+// A Transpose swapping K's last two dims in front of the first MatMul is absorbed (k_transposed = 0).
+#include "../ops/fused.h"
+#include "graph_utils.h"
+#include "passes.h"
+
+namespace kiln {
+namespace {
+
+using namespace passes;
+
+struct AttentionMatch {
+  std::vector<size_t> layers;
+  std::string q, k, v, mask, output;
+  float scale = 1.0f;
+  bool kTransposed = true;
+};
+
+const Tensor* float32Tensor(const Network& network, const std::string& name) {
+  const Tensor* t = name.empty() ? nullptr : network.findTensor(name);
+  return t && t->dtype == DataType::kFloat32 && t->shape.hasRank() ? t : nullptr;
+}
+
+bool softmaxOverLastAxis(const Network& network, const Layer& softmax) {
+  const Tensor* in = float32Tensor(network, softmax.inputs[0]);
+  if (!in) return false;
+  int64_t rank = int64_t(in->shape.rank());
+  int64_t axis = softmax.attrInt("axis", softmax.opsetVersion >= 13 ? -1 : 1);
+  return (axis < 0 ? axis + rank : axis) == rank - 1;
+}
+
+// Whether `perm` swaps the last two dims and keeps the others.
+bool swapsLastTwo(const std::vector<int64_t>& perm) {
+  size_t n = perm.size();
+  if (n < 2 || perm[n - 1] != int64_t(n) - 2 || perm[n - 2] != int64_t(n) - 1) return false;
+  for (size_t i = 0; i + 2 < n; ++i)
+    if (perm[i] != int64_t(i)) return false;
+  return true;
+}
+
+// Walks back from the Softmax's input through the optional mask Add and scaling to the scores MatMul.
+bool matchScores(const Network& network, const GraphIndex& index, size_t softmax, AttentionMatch& m) {
+  std::string scores = index.layer(softmax).inputs[0];
+  size_t reader = softmax;
+  auto step = [&](size_t layer, const std::string& next) {
+    m.layers.push_back(layer);
+    reader = layer;
+    scores = next;
+  };
+  auto producer = index.producer(scores);
+  if (producer && index.onlyConsumerIs(scores, reader) && isOp(index.layer(*producer), "Add")) {
+    const Layer& add = index.layer(*producer);
+    for (int at = 0; at < 2; ++at) {  // the scores side is the one made by the scaling or the MatMul
+      auto from = index.producer(add.inputs[at]);
+      if (!from || !(isOp(index.layer(*from), "Mul") || isOp(index.layer(*from), "Div") ||
+                     isOp(index.layer(*from), "MatMul")))
+        continue;
+      m.mask = add.inputs[1 - at];
+      step(*producer, add.inputs[at]);
+      break;
+    }
+    if (m.mask.empty() || !float32Tensor(network, m.mask)) return false;
+  }
+  producer = index.producer(scores);
+  if (producer && index.onlyConsumerIs(scores, reader) &&
+      (isOp(index.layer(*producer), "Mul") || isOp(index.layer(*producer), "Div"))) {
+    const Layer& scaling = index.layer(*producer);
+    bool divide = scaling.opType == "Div";
+    int constantAt = scalarConstant(network, scaling.inputs[1]) ? 1 : (!divide && scalarConstant(network, scaling.inputs[0]) ? 0 : -1);
+    if (constantAt < 0) return false;
+    double c = *scalarConstant(network, scaling.inputs[size_t(constantAt)]);
+    if (divide && c == 0) return false;
+    m.scale = float(divide ? 1.0 / c : c);
+    step(*producer, scaling.inputs[size_t(1 - constantAt)]);
+  }
+  producer = index.producer(scores);
+  if (!producer || !index.onlyConsumerIs(scores, reader) || !isOp(index.layer(*producer), "MatMul")) return false;
+  const Layer& qk = index.layer(*producer);
+  m.layers.push_back(*producer);
+  m.q = qk.inputs[0];
+  m.k = qk.inputs[1];
+  if (const Layer* transpose = index.producerOfType(m.k, "Transpose");
+      transpose && index.onlyConsumerIs(m.k, *producer) && swapsLastTwo(transpose->attrInts("perm"))) {
+    m.layers.push_back(index.indexOf(*transpose));
+    m.k = transpose->inputs[0];
+    m.kTransposed = false;
+  }
+  return true;
+}
+
+// Q, K and V of one rank with the same determined batch dims, and a mask no bigger than the scores.
+bool shapesFit(const Network& network, const AttentionMatch& m) {
+  const Tensor *q = float32Tensor(network, m.q), *k = float32Tensor(network, m.k), *v = float32Tensor(network, m.v);
+  if (!q || !k || !v) return false;
+  size_t rank = q->shape.rank();
+  if (rank < 2 || k->shape.rank() != rank || v->shape.rank() != rank) return false;
+  auto batch = [&](const Shape& s) { return Shape(std::vector<Dim>(s.dims().begin(), s.dims().end() - 2)); };
+  if (!sameDeterminedShape(batch(q->shape), batch(k->shape)) || !sameDeterminedShape(batch(q->shape), batch(v->shape)))
+    return false;
+  if (m.mask.empty()) return true;
+  const Tensor* mask = float32Tensor(network, m.mask);
+  return mask && mask->shape.rank() <= rank;
+}
+
+std::optional<AttentionMatch> matchAttention(const Network& network, const GraphIndex& index, size_t softmax) {
+  const Layer& sm = index.layer(softmax);
+  if (!sm.hasInput(0) || !sm.hasOutput(0) || !softmaxOverLastAxis(network, sm)) return std::nullopt;
+  auto pv = index.soleConsumer(sm.outputs[0]);
+  if (!pv || !isOp(index.layer(*pv), "MatMul") || index.layer(*pv).inputs[0] != sm.outputs[0]) return std::nullopt;
+  AttentionMatch m;
+  m.layers = {*pv, softmax};
+  m.v = index.layer(*pv).inputs[1];
+  m.output = index.layer(*pv).outputs[0];
+  if (!matchScores(network, index, softmax, m) || !shapesFit(network, m)) return std::nullopt;
+  return m;
+}
+
+class FuseAttentionPass final : public Pass {
+ public:
+  std::string name() const override { return "FuseAttention"; }
+
+ private:
+  void apply(Network& network, PassContext& context) override {
+    GraphIndex index(network);
+    Rewriter rewriter(network);
+    for (size_t i : network.topologicalOrder()) {
+      if (!isOp(network.layers()[i], "Softmax")) continue;
+      auto m = matchAttention(network, index, i);
+      if (!m || rewriter.claimed(m->layers)) continue;
+      Layer attention;
+      attention.name = index.layer(m->layers.front()).name;
+      attention.domain = fused::kDomain;
+      attention.opType = fused::kAttention;
+      attention.opsetVersion = 1;
+      attention.attributes["scale"] = m->scale;
+      attention.attributes["has_mask"] = int64_t(m->mask.empty() ? 0 : 1);
+      attention.attributes["k_transposed"] = int64_t(m->kTransposed ? 1 : 0);
+      attention.inputs = {m->q, m->k, m->v};
+      if (!m->mask.empty()) attention.inputs.push_back(m->mask);
+      attention.outputs = {m->output};
+      if (!context.supports(attention)) continue;
+      std::vector<size_t> inOrder(m->layers.rbegin(), m->layers.rend());
+      context.note("fused " + describeLayers(network, inOrder) + " into kiln.Attention");
+      rewriter.replace(inOrder, std::move(attention));
+    }
+    rewriter.commit();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createFuseAttentionPass() { return std::make_unique<FuseAttentionPass>(); }
+
+}  // namespace kiln

@@ -1,0 +1,33 @@
+#pragma once
+// Factories for Kiln's passes (one pass a file in this folder). PassManager::standard picks them by
+// optimisation level; tests create them one at a time.
+#include "pass.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace kiln {
+
+// Evaluates layers whose inputs are all constants (including shape subgraphs) on the CPU kernels.
+std::unique_ptr<Pass> createFoldConstantsPass(int64_t maxResultBytes = int64_t(16) << 20);
+// Removes layers none of whose outputs are read.
+std::unique_ptr<Pass> createEliminateDeadCodePass();
+// Removes Identity, inference Dropout, same-type Cast, same-shape Reshape/Expand, cancelling
+// Squeeze/Unsqueeze pairs and identity Transposes.
+std::unique_ptr<Pass> createRemoveNoopsPass();
+// Folds BatchNormalization into a preceding Conv/ConvTranspose/Gemm with constant weights.
+std::unique_ptr<Pass> createFoldBatchNormPass();
+// Conv/ConvTranspose + bias + activation + residual Add -> kiln.FusedConv.
+std::unique_ptr<Pass> createFuseConvEpiloguePass();
+// Gemm/MatMul + bias + activation + residual Add -> kiln.FusedMatMul.
+std::unique_ptr<Pass> createFuseMatMulEpiloguePass();
+// Trees of single-consumer elementwise ops -> kiln.Pointwise.
+std::unique_ptr<Pass> createFusePointwisePass();
+// Decomposed LayerNorm (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add) -> LayerNormalization.
+std::unique_ptr<Pass> createRecognizeLayerNormPass();
+// Decomposed GELU (erf or tanh form) -> Gelu (opset 20).
+std::unique_ptr<Pass> createRecognizeGeluPass();
+// MatMul(Q, K^T) -> scale -> [+ mask] -> Softmax -> MatMul(., V) -> kiln.Attention.
+std::unique_ptr<Pass> createFuseAttentionPass();
+
+}  // namespace kiln

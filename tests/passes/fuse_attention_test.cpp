@@ -1,0 +1,97 @@
+#include "pass_test_util.h"
+
+#include <cmath>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+constexpr auto F = onnx::TensorProto::FLOAT;
+
+struct AttentionForm {
+  bool transposeK;  // K given as [B,H,L,D] and transposed in the graph
+  bool divide;      // scores / sqrt(D) instead of * 1/sqrt(D)
+  bool mask;
+};
+
+// Q, K, V [2, 3, 5, 8] (batch, heads, length, head dim).
+ModelBuilder attentionModel(const AttentionForm& form, int64_t softmaxAxis = -1) {
+  ModelBuilder mb;
+  mb.input("q", F, {2, 3, 5, 8});
+  mb.input("k", F, form.transposeK ? std::vector<int64_t>{2, 3, 5, 8} : std::vector<int64_t>{2, 3, 8, 5});
+  mb.input("v", F, {2, 3, 5, 8});
+  if (form.mask) mb.input("mask", F, {2, 1, 1, 5});
+  std::string kt = "k";
+  if (form.transposeK) {
+    ModelBuilder::setInts(mb.node("Transpose", {"k"}, {"kt"}, "k_transpose"), "perm", {0, 1, 3, 2});
+    kt = "kt";
+  }
+  mb.node("MatMul", {"q", kt}, {"scores"}, "qk");
+  if (form.divide) {
+    setScalar(mb, "d", std::sqrt(8.0f));
+    mb.node("Div", {"scores", "d"}, {"scaled"}, "scale");
+  } else {
+    setScalar(mb, "d", 1.0f / std::sqrt(8.0f));
+    mb.node("Mul", {"d", "scores"}, {"scaled"}, "scale");
+  }
+  std::string logits = "scaled";
+  if (form.mask) {
+    mb.node("Add", {"scaled", "mask"}, {"masked"}, "add_mask");
+    logits = "masked";
+  }
+  ModelBuilder::setInt(mb.node("Softmax", {logits}, {"p"}, "softmax"), "axis", softmaxAxis);
+  mb.node("MatMul", {"p", "v"}, {"y"}, "pv");
+  mb.output("y");
+  return mb;
+}
+
+}  // namespace
+
+class AttentionForms : public ::testing::TestWithParam<AttentionForm> {};
+
+TEST_P(AttentionForms, BecomesOneAttentionLayer) {
+  const AttentionForm form = GetParam();
+  auto run = optimize(attentionModel(form), createFuseAttentionPass());
+  EXPECT_EQ(opCounts(*run.optimized), (std::map<std::string, int>{{"kiln.Attention", 1}}));
+  const Layer& attention = onlyLayer(*run.optimized, "kiln.Attention");
+  EXPECT_NEAR(attention.attrFloat("scale"), 1.0f / std::sqrt(8.0f), 1e-6f);
+  EXPECT_EQ(attention.attrInt("has_mask"), form.mask ? 1 : 0);
+  EXPECT_EQ(attention.attrInt("k_transposed"), form.transposeK ? 0 : 1);
+  EXPECT_EQ(attention.inputs[1], "k");
+  EXPECT_EQ(attention.origins.size(), run.original->layers().size());
+  expectSameOutputs(run);
+}
+
+INSTANTIATE_TEST_SUITE_P(Exporters, AttentionForms,
+                         ::testing::Values(AttentionForm{true, true, true}, AttentionForm{false, false, false},
+                                           AttentionForm{true, false, false}, AttentionForm{false, true, true}));
+
+TEST(FuseAttention, SoftmaxOverAnotherAxisIsNotAttention) {
+  auto run = optimize(attentionModel({true, true, true}, 2), createFuseAttentionPass());
+  EXPECT_EQ(countOf(*run.optimized, "kiln.Attention"), 0);
+}
+
+TEST(FuseAttention, ProbabilitiesReadElsewhereBlockIt) {
+  ModelBuilder mb = attentionModel({true, true, false});
+  mb.output("p");
+  auto run = optimize(mb, createFuseAttentionPass());
+  EXPECT_EQ(countOf(*run.optimized, "kiln.Attention"), 0);
+}
+
+TEST(AttentionKernel, MismatchedHeadDimsNameTheLayer) {
+  auto net = importModel(attentionModel({false, false, false}));
+  PassContext context;
+  createFuseAttentionPass()->run(*net, context);
+  ASSERT_EQ(countOf(*net, "kiln.Attention"), 1);
+  ValueMap inputs = randomInputs(*net, 1);
+  inputs["k"] = randomFloats({2, 3, 8, 5}, 2);
+  inputs["q"] = randomFloats({2, 3, 5, 8}, 3);
+  net->layers()[0].attributes["k_transposed"] = int64_t(0);  // K is now read as [5, 8] per head: D mismatch
+  try {
+    ReferenceExecutor(net).run(inputs);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Attention"), std::string::npos) << e.what();
+  }
+}
