@@ -7,6 +7,7 @@
 #include <kiln/shape.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -66,6 +67,10 @@ class ExecutionContext {
   void setTensorAddress(const std::string& name, void* address);
   std::vector<int64_t> tensorShape(const std::string& name) const;  // output shapes after a run
   void setProfiler(Profiler* profiler) { profiler_ = profiler; }
+  // Sees every tensor a layer produces (name, layer, value in fp32 where stored narrower), for
+  // per-layer accuracy comparisons. Slows execution; leave unset for speed.
+  using TensorObserver = std::function<void(const std::string& tensor, const std::string& layer, const HostTensor&)>;
+  void setTensorObserver(TensorObserver observer) { observer_ = std::move(observer); }
   // Runs on `stream` (CUDA backend; nullptr for the CPU backend, which runs synchronously).
   void enqueue(void* stream);
   void execute() { enqueue(nullptr); }
@@ -79,6 +84,7 @@ class ExecutionContext {
   std::unique_ptr<State> state_;
   int profile_ = 0;
   Profiler* profiler_ = nullptr;
+  TensorObserver observer_;
 };
 
 class Runtime {

@@ -219,6 +219,11 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
         if (v.tensor.dtype() == DataType::kFloat32 && storageType(decision.precision) != DataType::kFloat32)
           v.tensor = narrowInPlace(v.tensor, storageType(decision.precision));
       }
+      if (observer_ && !v.isSequence() && v.hasElement && !v.tensor.empty())
+        observer_(layer.outputs[i], layer.name,
+                  v.tensor.dtype() == DataType::kFloat16 || v.tensor.dtype() == DataType::kBFloat16
+                      ? widenToFloat32(v.tensor)
+                      : v.tensor);
       values[layer.outputs[i]] = std::move(v);
     }
     if (profiler_)
