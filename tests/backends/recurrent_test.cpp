@@ -6,6 +6,8 @@
 
 #include "common/test_models.h"
 
+#include <kernels/cpu/rnn/activations.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -282,6 +284,22 @@ TEST(Recurrent, RnnWithPerDirectionActivations) {
   Case c{.op = "RNN", .direction = "bidirectional", .bias = true, .lengths = true, .initial = true,
          .activations = {{"LeakyRelu", 0.1}, {"Tanh"}}};
   checkAgainstNaive(c, 500);
+}
+
+TEST(Recurrent, SigmoidAndTanhAreAccurateAcrossTheirRange) {
+  std::vector<kernels::RecurrentActivation> resolved;
+  ASSERT_EQ(kernels::resolveRecurrentActivations({"Sigmoid", "Tanh"}, {}, {}, resolved), "");
+  std::vector<float> x;
+  for (float v = -30.0f; v <= 30.0f; v += 0.00137f) x.push_back(v);
+  x.insert(x.end(), {0.0f, 1e-6f, -1e-6f, 1e-3f});
+  std::vector<float> sigmoid = x, tanh = x;
+  kernels::applyActivation(resolved[0], sigmoid.data(), int64_t(x.size()));
+  kernels::applyActivation(resolved[1], tanh.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    double s = 1 / (1 + std::exp(-double(x[i]))), t = std::tanh(double(x[i]));
+    ASSERT_NEAR(sigmoid[i], s, 1e-6 * s + 1e-30) << x[i];  // relative: tiny gate values matter
+    ASSERT_NEAR(tanh[i], t, 5e-7 * std::max(1e-3, std::fabs(t))) << x[i];
+  }
 }
 
 void expectImportErrorNamingNode(const ModelBuilder& mb) {
