@@ -23,6 +23,7 @@ enum class LossReduction { kNone, kSum, kMean };
 // class index outside [0, classes) that is not ignored (nothing is written then).
 template <class T, class Index>
 int64_t negativeLogLikelihoodLoss(const T* logProb, const Index* target, const T* weight, T* loss, int64_t batch,
-                                  int64_t classes, int64_t spatial, LossReduction reduction, const int64_t* ignoreIndex);
+                                  int64_t classes, int64_t spatial, LossReduction reduction,
+                                  const int64_t* ignoreIndex);
 
 }  // namespace kiln::kernels
