@@ -33,8 +33,9 @@ void forEachAxisRun(int64_t outer, int64_t axisLen, int64_t inner, Fn&& fn) {
               });
 }
 
-// Operands minus their zero points, as F (exact for 8-bit values). zeroStride picks the zero point
-// of element p: per row (p / K) % M, per column p % N, or one for all.
+// Operands minus their zero points, as F (exact for 8-bit values). Element p of a stack of
+// matrices with rows of rowLen uses zero point (p / rowLen) % zeroCount per row, p % zeroCount per
+// column, or the only one.
 template <class Q, class F>
 void subtractZeroPoint(const Q* q, int64_t count, const Q* zero, int64_t zeroCount, bool perRow, int64_t rowLen,
                        F* out) {
