@@ -10,11 +10,15 @@ namespace {
 
 bool isGemmType(DataType t) {
   switch (t) {
-    case DataType::kFloat32: case DataType::kFloat64: case DataType::kFloat16: case DataType::kBFloat16:
-    case DataType::kInt32: case DataType::kInt64: case DataType::kUInt32: case DataType::kUInt64:
-      return true;
-    default:
-      return false;
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kUInt32:
+    case DataType::kUInt64: return true;
+    default: return false;
   }
 }
 
@@ -48,8 +52,8 @@ void requireScalarOrVector(const InferenceContext& ctx, size_t i, const Dim& len
     matches = matches && !(d.isKnown() && length.isKnown() && d.value() != length.value());
   }
   if (nonUnit > 1 || !matches)
-    ctx.fail("input " + std::to_string(i) + " has shape " + s.toString() + "; expected a scalar or " + what +
-             " (" + length.toString() + " values)");
+    ctx.fail("input " + std::to_string(i) + " has shape " + s.toString() + "; expected a scalar or " + what + " (" +
+             length.toString() + " values)");
 }
 
 void inferMatMulTyped(InferenceContext& ctx, DataType outType) {
@@ -109,8 +113,8 @@ void inferGemm(InferenceContext& ctx) {
   const Dim Kb = b.hasRank() ? b[transB ? 1 : 0] : Dim::unknown();
   const Dim N = b.hasRank() ? b[transB ? 0 : 1] : Dim::unknown();
   if (Ka.isKnown() && Kb.isKnown() && Ka.value() != Kb.value())
-    ctx.fail("inner dimensions differ: op(A) is " + M.toString() + "x" + Ka.toString() + ", op(B) is " +
-             Kb.toString() + "x" + N.toString() + " (check transA/transB)");
+    ctx.fail("inner dimensions differ: op(A) is " + M.toString() + "x" + Ka.toString() + ", op(B) is " + Kb.toString() +
+             "x" + N.toString() + " (check transA/transB)");
   if (ctx.hasInput(2)) {
     if (ctx.inputType(2) != ctx.inputType(0)) ctx.fail("input C must have the type of A");
     const Shape& c = ctx.inputShape(2);

@@ -11,8 +11,8 @@ void inferEinsum(InferenceContext& ctx) {
   std::vector<int64_t> ranks;
   for (size_t i = 0; i < ctx.inputCount(); ++i) {
     if (ctx.inputType(i) != type)
-      ctx.fail("input " + std::to_string(i) + " has type " + std::string(toString(ctx.inputType(i))) +
-               ", expected " + std::string(toString(type)) + " like input 0");
+      ctx.fail("input " + std::to_string(i) + " has type " + std::string(toString(ctx.inputType(i))) + ", expected " +
+               std::string(toString(type)) + " like input 0");
     if (!ctx.inputShape(i).hasRank()) return ctx.setOutput(0, type, Shape::unknownRank());
     ranks.push_back(int64_t(ctx.inputShape(i).rank()));
   }

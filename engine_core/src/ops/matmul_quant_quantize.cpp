@@ -28,7 +28,8 @@ void checkScaleAndZeroPoint(const InferenceContext& ctx) {
   }
   if (!scale.hasRank()) return;
   if (scale.rank() > 1)
-    ctx.fail("scale has shape " + scale.toString() + "; expected a scalar or a 1-D tensor (per-axis); blocked "
+    ctx.fail("scale has shape " + scale.toString() +
+             "; expected a scalar or a 1-D tensor (per-axis); blocked "
              "quantization is not supported");
   if (scale.rank() == 0 || !x.hasRank()) return;
   const int64_t axis = ctx.normalizeAxis(ctx.layer().attrInt("axis", 1), int64_t(x.rank()));

@@ -19,12 +19,11 @@ namespace {
   throw Error(ErrorCode::kInvalidModel, layer.describe() + ": " + why);
 }
 
-bool axesFromInput(const Layer& layer) {
-  return layer.opsetVersion >= (layer.opType == "ReduceSum" ? 13 : 18);
-}
+bool axesFromInput(const Layer& layer) { return layer.opsetVersion >= (layer.opType == "ReduceSum" ? 13 : 18); }
 
-bool isNumeric(DataType t) { return (isFloatingPoint(t) || isInteger(t)) && t != DataType::kFloat8E4M3 &&
-                                    t != DataType::kFloat8E5M2; }
+bool isNumeric(DataType t) {
+  return (isFloatingPoint(t) || isInteger(t)) && t != DataType::kFloat8E4M3 && t != DataType::kFloat8E5M2;
+}
 
 void inferReduce(InferenceContext& ctx) {
   const Layer& layer = ctx.layer();
@@ -44,8 +43,10 @@ void inferReduce(InferenceContext& ctx) {
   if (axes.noop) return ctx.setOutput(0, type, x);
   std::vector<Dim> dims;
   for (size_t d = 0; d < x.rank(); ++d) {
-    if (!axes.reduced[d]) dims.push_back(x[d]);
-    else if (keepDims) dims.push_back(1);
+    if (!axes.reduced[d])
+      dims.push_back(x[d]);
+    else if (keepDims)
+      dims.push_back(1);
   }
   ctx.setOutput(0, type, Shape(std::move(dims)));
 }
@@ -59,8 +60,10 @@ void inferArgExtreme(InferenceContext& ctx) {
   const int64_t axis = ctx.normalizeAxis(ctx.layer().attrInt("axis", 0), int64_t(x.rank()));
   if (x[axis].isKnown() && x[axis].value() == 0) ctx.fail("axis " + std::to_string(axis) + " has size 0");
   std::vector<Dim> dims = x.dims();
-  if (ctx.layer().attrInt("keepdims", 1) != 0) dims[axis] = 1;
-  else dims.erase(dims.begin() + axis);
+  if (ctx.layer().attrInt("keepdims", 1) != 0)
+    dims[axis] = 1;
+  else
+    dims.erase(dims.begin() + axis);
   ctx.setOutput(0, DataType::kInt64, Shape(std::move(dims)));
 }
 
@@ -87,7 +90,8 @@ ReduceAxes resolveReduceAxes(const Layer& layer, int64_t rank, const HostTensor*
   }
   for (int64_t axis : axes) {
     if (axis < -rank || axis >= rank)
-      failLayer(layer, "axis " + std::to_string(axis) + " is out of range for an input of rank " + std::to_string(rank));
+      failLayer(layer,
+                "axis " + std::to_string(axis) + " is out of range for an input of rank " + std::to_string(rank));
     const int64_t a = axis < 0 ? axis + rank : axis;
     if (result.reduced[a]) failLayer(layer, "axis " + std::to_string(axis) + " is listed twice in axes");
     result.reduced[a] = true;
@@ -98,9 +102,12 @@ ReduceAxes resolveReduceAxes(const Layer& layer, int64_t rank, const HostTensor*
 AxisSplit splitAtAxis(const std::vector<int64_t>& dims, int64_t axis, bool flattenTail) {
   AxisSplit s;
   for (int64_t d = 0; d < int64_t(dims.size()); ++d) {
-    if (d < axis) s.outer *= dims[d];
-    else if (d == axis || flattenTail) s.n *= dims[d];
-    else s.inner *= dims[d];
+    if (d < axis)
+      s.outer *= dims[d];
+    else if (d == axis || flattenTail)
+      s.n *= dims[d];
+    else
+      s.inner *= dims[d];
   }
   return s;
 }

@@ -30,8 +30,8 @@ void inferLoss(InferenceContext& ctx) {
   if (ctx.hasInput(2)) {
     if (ctx.inputType(2) != type) ctx.fail("weight must have the type of input 0");
     const Shape& w = ctx.inputShape(2);
-    if (w.hasRank() && (w.rank() != 1 || (x.hasRank() && w[0].isKnown() && x[1].isKnown() &&
-                                          w[0].value() != x[1].value())))
+    if (w.hasRank() &&
+        (w.rank() != 1 || (x.hasRank() && w[0].isKnown() && x[1].isKnown() && w[0].value() != x[1].value())))
       ctx.fail("weight must have shape [C], got " + w.toString() + " for input " + x.toString());
   }
   ctx.setOutput(0, type, reduction == "none" ? target : Shape::fromDims({}));

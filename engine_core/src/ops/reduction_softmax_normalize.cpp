@@ -34,7 +34,8 @@ void inferTopK(InferenceContext& ctx) {
     if (!ctx.hasInput(1)) ctx.fail("input K is required from opset 10");
     if (ctx.inputType(1) != DataType::kInt64) ctx.fail("K must be int64");
     if (const HostTensor* kValue = ctx.inputValue(1)) {
-      if (kValue->elementCount() != 1) ctx.fail("K must hold exactly one value, got shape " + dimsToString(kValue->dims()));
+      if (kValue->elementCount() != 1)
+        ctx.fail("K must hold exactly one value, got shape " + dimsToString(kValue->dims()));
       k = kValue->toInt64Vector()[0];
     }
   }
@@ -63,7 +64,8 @@ void inferCumSum(InferenceContext& ctx) {
     ctx.fail("axis input must be int32 or int64");
   const Shape& x = ctx.inputShape(0);
   if (const HostTensor* axis = ctx.inputValue(1)) {
-    if (axis->elementCount() != 1) ctx.fail("axis must hold exactly one value, got shape " + dimsToString(axis->dims()));
+    if (axis->elementCount() != 1)
+      ctx.fail("axis must hold exactly one value, got shape " + dimsToString(axis->dims()));
     if (x.hasRank()) {
       if (x.rank() == 0) ctx.fail("input must have rank >= 1");
       ctx.normalizeAxis(axis->toInt64Vector()[0], int64_t(x.rank()));

@@ -203,8 +203,8 @@ Operand<T> contract(Operand<T> x, Operand<T> y, const std::set<int>& later) {
   for (int label : xOnly) outDims.push_back(x.size(label));
   for (int label : yOnly) outDims.push_back(y.size(label));
   Operand<T> out = contiguousOperand<T>(concat(batch, xOnly, yOnly), outDims);
-  batchedMatMul<T>(a.data, b.data, out.storage->data(), batchCount, aOffsets.data(), bOffsets.data(), M, N, K,
-                   transA, transB);
+  batchedMatMul<T>(a.data, b.data, out.storage->data(), batchCount, aOffsets.data(), bOffsets.data(), M, N, K, transA,
+                   transB);
   return out;
 }
 
@@ -263,9 +263,9 @@ void einsum(const EinsumEquation& equation, const std::vector<const T*>& inputs,
   gatherStrided(final.data, final.dims, final.strides, out);
 }
 
-#define KILN_INSTANTIATE_EINSUM(T)                                                                        \
-  template void einsum<T>(const EinsumEquation&, const std::vector<const T*>&,                            \
-                          const std::vector<std::vector<int64_t>>&, T*);                                  \
+#define KILN_INSTANTIATE_EINSUM(T)                                             \
+  template void einsum<T>(const EinsumEquation&, const std::vector<const T*>&, \
+                          const std::vector<std::vector<int64_t>>&, T*);       \
   template void gatherStrided<T>(const T*, const std::vector<int64_t>&, const std::vector<int64_t>&, T*);
 KILN_INSTANTIATE_EINSUM(float)
 KILN_INSTANTIATE_EINSUM(double)

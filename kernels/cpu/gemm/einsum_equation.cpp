@@ -48,8 +48,10 @@ std::string parseEinsumEquation(const std::string& equation, const std::vector<i
   const std::string lhs = eq.substr(0, arrow);
   std::vector<std::string> terms(1);
   for (char c : lhs) {
-    if (c == ',') terms.emplace_back();
-    else terms.back() += c;
+    if (c == ',')
+      terms.emplace_back();
+    else
+      terms.back() += c;
   }
   if (terms.size() != ranks.size())
     return "equation '" + equation + "' has " + std::to_string(terms.size()) + " input terms for " +

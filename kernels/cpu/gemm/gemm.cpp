@@ -115,8 +115,8 @@ void tiledBlasGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, fl
         blasGemm(transA, transB, count, N, K, alpha, transA ? A + first : A + first * lda, lda, B, ldb, beta,
                  C + first * ldc, ldc);
       else
-        blasGemm(transA, transB, M, count, K, alpha, A, lda, transB ? B + first * ldb : B + first, ldb, beta,
-                 C + first, ldc);
+        blasGemm(transA, transB, M, count, K, alpha, A, lda, transB ? B + first * ldb : B + first, ldb, beta, C + first,
+                 ldc);
     }
   });
 }
@@ -133,8 +133,8 @@ void narrow(const float* src, int64_t count, T* dst) {
 }  // namespace
 
 template <class T>
-void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda,
-          const T* B, int64_t ldb, float beta, T* C, int64_t ldc) {
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda, const T* B,
+          int64_t ldb, float beta, T* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scaleRows(M, N, beta, C, ldc);
   if constexpr (kIsBlasType<T>) {
@@ -167,7 +167,8 @@ void batchedMatMul(const T* A, const T* B, T* C, int64_t batch, const int64_t* a
     // Widen every operand once (broadcast operands are shared), multiply in float, narrow once.
     const int64_t aExtent = *std::max_element(aOffsets, aOffsets + batch) + M * K;
     const int64_t bExtent = *std::max_element(bOffsets, bOffsets + batch) + K * N;
-    std::vector<float> a(static_cast<size_t>(aExtent)), b(static_cast<size_t>(bExtent)), c(static_cast<size_t>(batch * M * N));
+    std::vector<float> a(static_cast<size_t>(aExtent)), b(static_cast<size_t>(bExtent)),
+        c(static_cast<size_t>(batch * M * N));
     widen(A, aExtent, a.data());
     widen(B, bExtent, b.data());
     batchedMatMul<float>(a.data(), b.data(), c.data(), batch, aOffsets, bOffsets, M, N, K, transA, transB);
@@ -189,19 +190,18 @@ void batchedMatMul(const T* A, const T* B, T* C, int64_t batch, const int64_t* a
     }
     std::optional<SingleThreadedBlas> singleThreaded;
     if constexpr (kIsBlasType<T>) singleThreaded.emplace();
-    parallelFor(batch, std::max<int64_t>(1, kSingleThreadedWork / std::max<int64_t>(1, work)),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t i = begin; i < end; ++i)
-                    gemm<T>(transA, transB, M, N, K, 1.0f, A + aOffsets[i], lda, B + bOffsets[i], ldb, 0.0f,
-                            C + i * M * N, N);
-                });
+    parallelFor(
+        batch, std::max<int64_t>(1, kSingleThreadedWork / std::max<int64_t>(1, work)), [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i)
+            gemm<T>(transA, transB, M, N, K, 1.0f, A + aOffsets[i], lda, B + bOffsets[i], ldb, 0.0f, C + i * M * N, N);
+        });
   }
 }
 
-#define KILN_INSTANTIATE_GEMM(T)                                                                                  \
-  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, float, const T*, int64_t, const T*, int64_t, float, \
-                        T*, int64_t);                                                                             \
-  template void batchedMatMul<T>(const T*, const T*, T*, int64_t, const int64_t*, const int64_t*, int64_t, int64_t, \
+#define KILN_INSTANTIATE_GEMM(T)                                                                                       \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, float, const T*, int64_t, const T*, int64_t, float, T*, \
+                        int64_t);                                                                                      \
+  template void batchedMatMul<T>(const T*, const T*, T*, int64_t, const int64_t*, const int64_t*, int64_t, int64_t,    \
                                  int64_t, bool, bool);
 KILN_INSTANTIATE_GEMM(float)
 KILN_INSTANTIATE_GEMM(double)

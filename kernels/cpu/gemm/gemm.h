@@ -8,8 +8,8 @@ namespace kiln::kernels {
 
 // C[M,N] = alpha * op(A) * op(B) + beta * C, with op(X) = X or X^T; lda/ldb/ldc are row strides.
 template <class T>
-void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda,
-          const T* B, int64_t ldb, float beta, T* C, int64_t ldc);
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda, const T* B,
+          int64_t ldb, float beta, T* C, int64_t ldc);
 
 // `batch` independent products C_b[M,N] = A_b[M,K] * B_b[K,N] (A_b transposed when transA, stored
 // [K,M]; likewise B_b). A_b starts at A + aOffsets[b], B_b at B + bOffsets[b]; C_b at C + b*M*N.

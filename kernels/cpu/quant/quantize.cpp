@@ -33,8 +33,9 @@ void forEachAxisRun(int64_t outer, int64_t axisLen, int64_t inner, Fn&& fn) {
               });
 }
 
-// Operands minus their zero points, as F (exact for 8-bit values). zeroStride picks the zero point
-// of element p: per row (p / K) % M, per column p % N, or one for all.
+// Operands minus their zero points, as F (exact for 8-bit values). Element p of a stack of
+// matrices with rows of rowLen uses zero point (p / rowLen) % zeroCount per row, p % zeroCount per
+// column, or the only one.
 template <class Q, class F>
 void subtractZeroPoint(const Q* q, int64_t count, const Q* zero, int64_t zeroCount, bool perRow, int64_t rowLen,
                        F* out) {
@@ -54,7 +55,8 @@ void integerMatMulAs(const TA* A, const TB* B, int32_t* C, int64_t batch, const 
                      const TB* bZero, int64_t bZeroCount) {
   const int64_t aExtent = *std::max_element(aOffsets, aOffsets + batch) + M * K;
   const int64_t bExtent = *std::max_element(bOffsets, bOffsets + batch) + K * N;
-  std::vector<F> a(static_cast<size_t>(aExtent)), b(static_cast<size_t>(bExtent)), c(static_cast<size_t>(batch * M * N));
+  std::vector<F> a(static_cast<size_t>(aExtent)), b(static_cast<size_t>(bExtent)),
+      c(static_cast<size_t>(batch * M * N));
   subtractZeroPoint(A, aExtent, aZero, aZeroCount, /*perRow=*/true, K, a.data());
   subtractZeroPoint(B, bExtent, bZero, bZeroCount, /*perRow=*/false, N, b.data());
   batchedMatMul<F>(a.data(), b.data(), c.data(), batch, aOffsets, bOffsets, M, N, K);
@@ -130,8 +132,8 @@ void requantizeProducts(const int32_t* acc, int64_t batch, int64_t M, int64_t N,
 
 #define KILN_QUANTIZE(In, Q) \
   template void quantizeLinear<In, Q>(const In*, const float*, const Q*, Q*, int64_t, int64_t, int64_t);
-#define KILN_QUANTIZE_ALL(In) KILN_QUANTIZE(In, uint8_t) KILN_QUANTIZE(In, int8_t) KILN_QUANTIZE(In, uint16_t) \
-  KILN_QUANTIZE(In, int16_t)
+#define KILN_QUANTIZE_ALL(In) \
+  KILN_QUANTIZE(In, uint8_t) KILN_QUANTIZE(In, int8_t) KILN_QUANTIZE(In, uint16_t) KILN_QUANTIZE(In, int16_t)
 KILN_QUANTIZE_ALL(float)
 KILN_QUANTIZE_ALL(double)
 KILN_QUANTIZE_ALL(Float16)
@@ -140,15 +142,15 @@ KILN_QUANTIZE_ALL(int32_t)
 
 #define KILN_DEQUANTIZE(Q, Out) \
   template void dequantizeLinear<Q, Out>(const Q*, const float*, const Q*, Out*, int64_t, int64_t, int64_t);
-#define KILN_DEQUANTIZE_ALL(Q) KILN_DEQUANTIZE(Q, float) KILN_DEQUANTIZE(Q, double) KILN_DEQUANTIZE(Q, Float16) \
-  KILN_DEQUANTIZE(Q, BFloat16)
+#define KILN_DEQUANTIZE_ALL(Q) \
+  KILN_DEQUANTIZE(Q, float) KILN_DEQUANTIZE(Q, double) KILN_DEQUANTIZE(Q, Float16) KILN_DEQUANTIZE(Q, BFloat16)
 KILN_DEQUANTIZE_ALL(uint8_t)
 KILN_DEQUANTIZE_ALL(int8_t)
 KILN_DEQUANTIZE_ALL(uint16_t)
 KILN_DEQUANTIZE_ALL(int16_t)
 KILN_DEQUANTIZE_ALL(int32_t)
 
-#define KILN_INTEGER_MATMUL(TA, TB)                                                                             \
+#define KILN_INTEGER_MATMUL(TA, TB)                                                                            \
   template void integerMatMul<TA, TB>(const TA*, const TB*, int32_t*, int64_t, const int64_t*, const int64_t*, \
                                       int64_t, int64_t, int64_t, const TA*, int64_t, const TB*, int64_t);
 KILN_INTEGER_MATMUL(uint8_t, uint8_t)
@@ -158,7 +160,7 @@ KILN_INTEGER_MATMUL(int8_t, int8_t)
 
 template void requantizeProducts<uint8_t>(const int32_t*, int64_t, int64_t, int64_t, const float*, int64_t,
                                           const float*, int64_t, float, uint8_t, uint8_t*);
-template void requantizeProducts<int8_t>(const int32_t*, int64_t, int64_t, int64_t, const float*, int64_t,
-                                         const float*, int64_t, float, int8_t, int8_t*);
+template void requantizeProducts<int8_t>(const int32_t*, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
+                                         int64_t, float, int8_t, int8_t*);
 
 }  // namespace kiln::kernels

@@ -14,14 +14,18 @@ using ComputeType = std::conditional_t<kIsHalfFloat<T>, float, T>;
 
 template <class T>
 inline ComputeType<T> widenValue(T v) {
-  if constexpr (kIsHalfFloat<T>) return toFloat(v);
-  else return v;
+  if constexpr (kIsHalfFloat<T>)
+    return toFloat(v);
+  else
+    return v;
 }
 
 template <class T>
 inline T narrowValue(ComputeType<T> v) {
-  if constexpr (kIsHalfFloat<T>) return fromFloat<T>(v);
-  else return v;
+  if constexpr (kIsHalfFloat<T>)
+    return fromFloat<T>(v);
+  else
+    return v;
 }
 
 // Explicit instantiation lists shared by the reduce/ kernels.

@@ -16,8 +16,10 @@ constexpr int64_t kGrainElements = 32768;
 // and finish (given the element count). A is the accumulator type.
 template <class A>
 A absolute(A x) {
-  if constexpr (std::is_signed_v<A> || std::is_floating_point_v<A>) return x < A(0) ? A(-x) : x;
-  else return x;
+  if constexpr (std::is_signed_v<A> || std::is_floating_point_v<A>)
+    return x < A(0) ? A(-x) : x;
+  else
+    return x;
 }
 
 template <class A>
@@ -249,7 +251,7 @@ void argExtreme(const T* in, int64_t* out, int64_t outer, int64_t n, int64_t inn
               });
 }
 
-#define KILN_INSTANTIATE_REDUCE(T)                                                                   \
+#define KILN_INSTANTIATE_REDUCE(T)                                                                          \
   template void reduce<T>(ReduceKind, const T*, T*, const std::vector<int64_t>&, const std::vector<bool>&); \
   template void argExtreme<T>(const T*, int64_t*, int64_t, int64_t, int64_t, bool, bool);
 KILN_FOR_EACH_NUMERIC_TYPE(KILN_INSTANTIATE_REDUCE)

@@ -22,8 +22,7 @@ void argExtreme(const T* in, int64_t* out, int64_t outer, int64_t n, int64_t inn
 // The k largest (or smallest) elements along the middle axis of [outer, n, inner], ordered by value
 // with ties broken by the lower index; values and indices are [outer, k, inner].
 template <class T>
-void topK(const T* in, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
-          bool largest);
+void topK(const T* in, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k, bool largest);
 
 // Running sums along the middle axis of [outer, n, inner]; `exclusive` leaves out the element
 // itself, `reverse` sums from the end.

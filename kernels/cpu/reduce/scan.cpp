@@ -13,8 +13,7 @@ constexpr int64_t kGrainElements = 32768;
 }
 
 template <class T>
-void topK(const T* in, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
-          bool largest) {
+void topK(const T* in, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k, bool largest) {
   using A = ComputeType<T>;
   using Entry = std::pair<A, int64_t>;
   // A strict weak order on (value, index): by value (NaN above everything, as in NumPy), then the
@@ -75,8 +74,8 @@ void cumulativeSum(const T* in, T* out, int64_t outer, int64_t n, int64_t inner,
               });
 }
 
-#define KILN_INSTANTIATE_SCAN(T)                                                                    \
-  template void topK<T>(const T*, T*, int64_t*, int64_t, int64_t, int64_t, int64_t, bool);        \
+#define KILN_INSTANTIATE_SCAN(T)                                                           \
+  template void topK<T>(const T*, T*, int64_t*, int64_t, int64_t, int64_t, int64_t, bool); \
   template void cumulativeSum<T>(const T*, T*, int64_t, int64_t, int64_t, bool, bool);
 KILN_FOR_EACH_NUMERIC_TYPE(KILN_INSTANTIATE_SCAN)
 #undef KILN_INSTANTIATE_SCAN

@@ -24,12 +24,13 @@ constexpr int64_t kGrainElements = 16384;
 // NaN stays NaN (max/min return their second operand when one is NaN).
 inline __m256 exp8(__m256 x) {
   x = _mm256_min_ps(_mm256_set1_ps(88.7f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x));
-  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 k =
+      _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145752f), x);  // ln2 split in two for precision
   r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.42860677e-6f), r);
   __m256 p = _mm256_set1_ps(1.0f / 720.0f);
-  for (float c : {1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f}) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  for (float c : {1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
   const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
 }
@@ -103,8 +104,8 @@ void normaliseRow(SoftmaxKind kind, const A* x, A* y, int64_t n) {
     const A scale = A(1) / sum;
     for (int64_t i = 0; i < n; ++i) y[i] *= scale;
   } else {
-    const A shift = max + std::log(sum);
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+    const A logSum = std::log(sum);  // (x - max) is exact near max; adding max first would round
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - max) - logSum;
   }
 }
 
@@ -142,9 +143,9 @@ void normaliseBlock(SoftmaxKind kind, const A* x, A* y, int64_t n, int64_t inner
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < inner; ++j) y[i * inner + j] *= sums[j];
   } else {
-    for (int64_t j = 0; j < inner; ++j) sums[j] = maxima[j] + std::log(sums[j]);
+    for (int64_t j = 0; j < inner; ++j) sums[j] = std::log(sums[j]);
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < inner; ++j) y[i * inner + j] = x[i * inner + j] - sums[j];
+      for (int64_t j = 0; j < inner; ++j) y[i * inner + j] = (x[i * inner + j] - maxima[j]) - sums[j];
   }
 }
 
@@ -172,7 +173,8 @@ void softmax(SoftmaxKind kind, const T* in, T* out, int64_t outer, int64_t n, in
 
 template <class T, class Index>
 int64_t negativeLogLikelihoodLoss(const T* logProb, const Index* target, const T* weight, T* loss, int64_t batch,
-                                  int64_t classes, int64_t spatial, LossReduction reduction, const int64_t* ignoreIndex) {
+                                  int64_t classes, int64_t spatial, LossReduction reduction,
+                                  const int64_t* ignoreIndex) {
   const int64_t count = batch * spatial;
   for (int64_t p = 0; p < count; ++p) {
     const int64_t t = int64_t(target[p]);
@@ -198,12 +200,12 @@ int64_t negativeLogLikelihoodLoss(const T* logProb, const Index* target, const T
   return -1;
 }
 
-#define KILN_INSTANTIATE_SOFTMAX(T)                                                                         \
-  template void softmax<T>(SoftmaxKind, const T*, T*, int64_t, int64_t, int64_t);                         \
-  template int64_t negativeLogLikelihoodLoss<T, int32_t>(const T*, const int32_t*, const T*, T*, int64_t, \
-                                                         int64_t, int64_t, LossReduction, const int64_t*);       \
-  template int64_t negativeLogLikelihoodLoss<T, int64_t>(const T*, const int64_t*, const T*, T*, int64_t, \
-                                                         int64_t, int64_t, LossReduction, const int64_t*);
+#define KILN_INSTANTIATE_SOFTMAX(T)                                                                                \
+  template void softmax<T>(SoftmaxKind, const T*, T*, int64_t, int64_t, int64_t);                                  \
+  template int64_t negativeLogLikelihoodLoss<T, int32_t>(const T*, const int32_t*, const T*, T*, int64_t, int64_t, \
+                                                         int64_t, LossReduction, const int64_t*);                  \
+  template int64_t negativeLogLikelihoodLoss<T, int64_t>(const T*, const int64_t*, const T*, T*, int64_t, int64_t, \
+                                                         int64_t, LossReduction, const int64_t*);
 KILN_FOR_EACH_FLOAT_TYPE(KILN_INSTANTIATE_SOFTMAX)
 #undef KILN_INSTANTIATE_SOFTMAX
 

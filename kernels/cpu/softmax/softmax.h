@@ -18,11 +18,13 @@ enum class LossReduction { kNone, kSum, kMean };
 
 // NegativeLogLikelihoodLoss: logProb is [batch, classes, spatial], target [batch, spatial] (spatial
 // is 1 for 2-D input). loss = -logProb[b, target, s] * weight[target] (weight may be null: 1);
-// targets equal to *ignoreIndex (when not null) contribute 0 and weigh 0. kNone writes batch*spatial values, kSum
-// and kMean one (kMean divides by the total weight). Returns -1, or the position in target of a
-// class index outside [0, classes) that is not ignored (nothing is written then).
+// targets equal to *ignoreIndex (when not null) contribute 0 and weigh 0. kNone writes
+// batch*spatial values, kSum and kMean one (kMean divides by the total weight). Returns -1, or the
+// position in target of a class index outside [0, classes) that is not ignored (nothing is
+// written then).
 template <class T, class Index>
 int64_t negativeLogLikelihoodLoss(const T* logProb, const Index* target, const T* weight, T* loss, int64_t batch,
-                                  int64_t classes, int64_t spatial, LossReduction reduction, const int64_t* ignoreIndex);
+                                  int64_t classes, int64_t spatial, LossReduction reduction,
+                                  const int64_t* ignoreIndex);
 
 }  // namespace kiln::kernels

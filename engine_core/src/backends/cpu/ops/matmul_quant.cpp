@@ -98,8 +98,8 @@ int64_t perRowOrColumnCount(const KernelContext& ctx, size_t input, int64_t leng
 }
 
 // Exact int32 products of (A - aZero) and (B - bZero); A, B and zero points at the given inputs.
-std::vector<int32_t> integerProducts(const KernelContext& ctx, size_t aIn, size_t aZeroIn, size_t bIn,
-                                     size_t bZeroIn, MatMulPlan& plan) {
+std::vector<int32_t> integerProducts(const KernelContext& ctx, size_t aIn, size_t aZeroIn, size_t bIn, size_t bZeroIn,
+                                     MatMulPlan& plan) {
   const HostTensor &a = ctx.input(aIn), &b = ctx.input(bIn);
   plan = planMatMul(a.dims(), b.dims());
   std::vector<int32_t> acc(plan.aOffsets.size() * size_t(plan.M * plan.N));
@@ -138,8 +138,8 @@ void runQLinearMatMul(KernelContext& ctx) {
   dispatchEightBit(y.dtype(), [&](auto tag) {
     using Q = decltype(tag);
     kernels::requantizeProducts<Q>(acc.data(), int64_t(plan.aOffsets.size()), plan.M, plan.N, aScale.data<float>(),
-                                   aScaleCount, bScale.data<float>(), bScaleCount, yScale,
-                                   ctx.input(7).data<Q>()[0], y.data<Q>());
+                                   aScaleCount, bScale.data<float>(), bScaleCount, yScale, ctx.input(7).data<Q>()[0],
+                                   y.data<Q>());
   });
 }
 

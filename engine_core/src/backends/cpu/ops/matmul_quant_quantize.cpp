@@ -37,8 +37,8 @@ QuantLayout quantLayout(const KernelContext& ctx) {
   }
   const int64_t rank = int64_t(x.rank());
   int64_t axis = ctx.layer().attrInt("axis", 1);
-  if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " +
-                                             std::to_string(rank));
+  if (axis < -rank || axis >= rank)
+    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   if (axis < 0) axis += rank;
   if (scale.elementCount() != x.dim(size_t(axis)))
     ctx.fail("scale holds " + std::to_string(scale.elementCount()) + " values; expected 1 or " +
@@ -63,8 +63,10 @@ void runQuantizeLinear(KernelContext& ctx) {
       kernels::quantizeLinear<In, Q>(x.data<In>(), L.scales.data(), zeroPointOf<Q>(ctx), y.data<Q>(), L.outer,
                                      L.axisLen, L.inner);
     };
-    if (x.dtype() == DataType::kInt32) run(int32_t{});
-    else dispatchFloat(x.dtype(), run);
+    if (x.dtype() == DataType::kInt32)
+      run(int32_t{});
+    else
+      dispatchFloat(x.dtype(), run);
   });
 }
 
@@ -79,8 +81,10 @@ void runDequantizeLinear(KernelContext& ctx) {
       kernels::dequantizeLinear<Q, Out>(x.data<Q>(), L.scales.data(), zeroPointOf<Q>(ctx), y.data<Out>(), L.outer,
                                         L.axisLen, L.inner);
     };
-    if (x.dtype() == DataType::kInt32) run(int32_t{});
-    else dispatchQuantized(x.dtype(), run);
+    if (x.dtype() == DataType::kInt32)
+      run(int32_t{});
+    else
+      dispatchQuantized(x.dtype(), run);
   });
 }
 

@@ -18,8 +18,7 @@ using kernels::ReduceKind;
 
 void runReduce(KernelContext& ctx, ReduceKind kind) {
   const HostTensor& x = ctx.input(0);
-  const ReduceAxes axes =
-      resolveReduceAxes(ctx.layer(), int64_t(x.rank()), ctx.hasInput(1) ? &ctx.input(1) : nullptr);
+  const ReduceAxes axes = resolveReduceAxes(ctx.layer(), int64_t(x.rank()), ctx.hasInput(1) ? &ctx.input(1) : nullptr);
   if (axes.noop) return ctx.setOutput(0, x);
   HostTensor& y = ctx.allocateOutput(0);
   dispatchNumeric(x.dtype(), [&](auto tag) {
@@ -88,12 +87,16 @@ void runCumSum(KernelContext& ctx) {
 }  // namespace
 
 void registerReductionSoftmaxCpuKernels(CpuKernelRegistry& registry) {
-  const std::pair<const char*, ReduceKind> reductions[] = {
-      {"ReduceSum", ReduceKind::kSum},         {"ReduceMean", ReduceKind::kMean},
-      {"ReduceMax", ReduceKind::kMax},         {"ReduceMin", ReduceKind::kMin},
-      {"ReduceProd", ReduceKind::kProd},       {"ReduceL1", ReduceKind::kL1},
-      {"ReduceL2", ReduceKind::kL2},           {"ReduceLogSum", ReduceKind::kLogSum},
-      {"ReduceLogSumExp", ReduceKind::kLogSumExp}, {"ReduceSumSquare", ReduceKind::kSumSquare}};
+  const std::pair<const char*, ReduceKind> reductions[] = {{"ReduceSum", ReduceKind::kSum},
+                                                           {"ReduceMean", ReduceKind::kMean},
+                                                           {"ReduceMax", ReduceKind::kMax},
+                                                           {"ReduceMin", ReduceKind::kMin},
+                                                           {"ReduceProd", ReduceKind::kProd},
+                                                           {"ReduceL1", ReduceKind::kL1},
+                                                           {"ReduceL2", ReduceKind::kL2},
+                                                           {"ReduceLogSum", ReduceKind::kLogSum},
+                                                           {"ReduceLogSumExp", ReduceKind::kLogSumExp},
+                                                           {"ReduceSumSquare", ReduceKind::kSumSquare}};
   for (auto [op, kind] : reductions) registry.add(op, [kind](KernelContext& ctx) { runReduce(ctx, kind); });
   registry.add("ArgMax", [](KernelContext& ctx) { runArgExtreme(ctx, true); });
   registry.add("ArgMin", [](KernelContext& ctx) { runArgExtreme(ctx, false); });

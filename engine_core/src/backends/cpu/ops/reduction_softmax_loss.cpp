@@ -29,12 +29,14 @@ void computeLoss(KernelContext& ctx, const HostTensor& logProb) {
     const T* weight = ctx.hasInput(2) ? ctx.input(2).data<T>() : nullptr;
     auto run = [&](auto indexTag) {
       using I = decltype(indexTag);
-      bad = kernels::negativeLogLikelihoodLoss<T, I>(logProb.data<T>(), target.data<I>(), weight, loss.data<T>(),
-                                                     batch, classes, spatial, lossReduction(layer),
-                                                     ignore ? &*ignore : nullptr);
+      bad =
+          kernels::negativeLogLikelihoodLoss<T, I>(logProb.data<T>(), target.data<I>(), weight, loss.data<T>(), batch,
+                                                   classes, spatial, lossReduction(layer), ignore ? &*ignore : nullptr);
     };
-    if (target.dtype() == DataType::kInt32) run(int32_t{});
-    else run(int64_t{});
+    if (target.dtype() == DataType::kInt32)
+      run(int32_t{});
+    else
+      run(int64_t{});
   });
   if (bad >= 0) {
     const int64_t value = target.toInt64Vector()[size_t(bad)];
