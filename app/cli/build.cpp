@@ -1,0 +1,198 @@
+// kiln build MODEL --save PLAN [precision flags] [shape profiles] [--opt-level N] ...: builds an
+// optimised engine and saves it as a plan (trtexec's conventions in Kiln's spelling).
+#include "commands.h"
+#include "shape_specs.h"
+
+#include <kiln/builder.h>
+#include <kiln/error.h>
+#include <kiln/onnx_importer.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+#include <iomanip>
+#include <iostream>
+
+namespace kiln::cli {
+namespace {
+
+struct BuildOptions {
+  std::string modelPath, planPath, reportPath, timingCache, backend = "cpu", workspace = "1G";
+  bool fp16 = false, bf16 = false, int8 = false, fp8 = false, noTf32 = false, stronglyTyped = false;
+  std::vector<std::string> minShapes, optShapes, maxShapes, profiles, layerPrecisions;
+  int optLevel = 3;
+};
+
+uint64_t parseSize(const std::string& text) {
+  size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  std::string unit = text.substr(pos);
+  double scale = unit.empty() || unit == "B" ? 1 : unit == "K" || unit == "KiB" ? 1024.0
+                 : unit == "M" || unit == "MiB" ? 1024.0 * 1024
+                 : unit == "G" || unit == "GiB" ? 1024.0 * 1024 * 1024 : -1;
+  if (pos == 0 || scale < 0 || value < 0)
+    throw Error(ErrorCode::kInvalidArgument, "--workspace '" + text + "' is not a size; write e.g. 512M or 2G");
+  return uint64_t(value * scale);
+}
+
+// One profile per group: the i-th --min/--opt/--max-shapes, or one --profile MIN/OPT/MAX list.
+std::vector<OptimizationProfile> parseProfiles(const BuildOptions& o) {
+  std::vector<OptimizationProfile> profiles;
+  size_t groups = std::max({o.minShapes.size(), o.optShapes.size(), o.maxShapes.size()});
+  for (size_t g = 0; g < groups; ++g) {
+    auto pick = [&](const std::vector<std::string>& v, const char* option) {
+      return g < v.size() ? parseShapeList({v[g]}, option) : ShapeMap{};
+    };
+    ShapeMap mins = pick(o.minShapes, "--min-shapes"), opts = pick(o.optShapes, "--opt-shapes"),
+             maxs = pick(o.maxShapes, "--max-shapes");
+    OptimizationProfile p;
+    std::set<std::string> names;
+    for (auto* m : {&mins, &opts, &maxs})
+      for (const auto& [name, dims] : *m) names.insert(name);
+    for (const auto& name : names) {
+      // trtexec fills a missing point from the others: opt defaults to max, min to opt.
+      auto get = [&](const ShapeMap& m, const ShapeMap& fallback1, const ShapeMap& fallback2) {
+        if (auto it = m.find(name); it != m.end()) return it->second;
+        if (auto it = fallback1.find(name); it != fallback1.end()) return it->second;
+        return fallback2.at(name);
+      };
+      p.inputs[name] = {get(mins, opts, maxs), get(opts, maxs, mins), get(maxs, opts, mins)};
+    }
+    profiles.push_back(std::move(p));
+  }
+  for (const auto& spec : o.profiles) {
+    OptimizationProfile p;
+    std::stringstream items(spec);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      size_t colon = item.rfind(':');
+      std::string name = colon == std::string::npos ? "" : item.substr(0, colon);
+      std::string points = colon == std::string::npos ? "" : item.substr(colon + 1);
+      size_t a = points.find('/'), b = points.rfind('/');
+      if (name.empty() || a == std::string::npos || a == b)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "--profile '" + item + "' must look like NAME:MINxDIMS/OPTxDIMS/MAXxDIMS, e.g. x:1x3x224x224/8x3x224x224/32x3x224x224");
+      p.inputs[name] = {parseDims(points.substr(0, a), item, "--profile"),
+                        parseDims(points.substr(a + 1, b - a - 1), item, "--profile"),
+                        parseDims(points.substr(b + 1), item, "--profile")};
+    }
+    profiles.push_back(std::move(p));
+  }
+  return profiles;
+}
+
+// A one-line progress bar on a terminal; nothing when stderr is a file or pipe.
+class TerminalProgress : public BuildObserver {
+ public:
+  TerminalProgress() : enabled_(::isatty(STDERR_FILENO)) {}
+  ~TerminalProgress() override {
+    if (enabled_ && drawn_) std::cerr << "\r\033[K" << std::flush;
+  }
+  void progress(const BuildProgress& p) override {
+    if (!enabled_) return;
+    int width = 30, filled = int(p.fraction * width);
+    std::cerr << "\r\033[K[" << std::string(size_t(filled), '#') << std::string(size_t(width - filled), ' ') << "] "
+              << std::setw(3) << int(p.fraction * 100) << "% " << p.phase << (p.layer.empty() ? "" : " " + p.layer)
+              << std::flush;
+    drawn_ = true;
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+};
+
+class StderrLogger : public Logger {
+ public:
+  void log(Severity severity, const std::string& message) override {
+    if (severity == Severity::kWarning || severity == Severity::kError)
+      std::cerr << "\r\033[Kkiln: " << toString(severity) << ": " << message << "\n";
+  }
+};
+
+void runBuild(const BuildOptions& o) {
+  BuilderConfig config;
+  if (o.backend == "cpu") config.backend = BackendKind::kCpu;
+  else if (o.backend == "cuda") config.backend = BackendKind::kCuda;
+  else throw Error(ErrorCode::kInvalidArgument, "--backend '" + o.backend + "' is not a backend; use cpu or cuda");
+  config.allowFP16 = o.fp16;
+  config.allowBF16 = o.bf16;
+  config.allowINT8 = o.int8;
+  config.allowFP8 = o.fp8;
+  config.allowTF32 = !o.noTf32;
+  config.strongTyping = o.stronglyTyped;
+  if (o.optLevel < 0 || o.optLevel > 5)
+    throw Error(ErrorCode::kInvalidArgument, "--opt-level " + std::to_string(o.optLevel) + " is outside 0-5");
+  config.optimizationLevel = o.optLevel;
+  config.workspaceBytes = parseSize(o.workspace);
+  config.timingCachePath = o.timingCache;
+  config.profiles = parseProfiles(o);
+  for (const auto& spec : o.layerPrecisions) {
+    size_t colon = spec.rfind(':');
+    auto precision = colon == std::string::npos ? std::nullopt : parsePrecision(spec.substr(colon + 1));
+    if (!precision)
+      throw Error(ErrorCode::kInvalidArgument, "--layer-precision '" + spec + "' must look like LAYER:fp32 (fp32, fp16, bf16, int8, fp8)");
+    config.layerPrecisions[spec.substr(0, colon)] = *precision;
+  }
+  auto network = OnnxImporter().importFile(o.modelPath);
+  StderrLogger logger;
+  BuildResult result;
+  {
+    TerminalProgress progress;
+    result = Builder(logger).build(*network, config, &progress);
+  }
+  writeFileAtomically(o.planPath, result.plan);
+  if (!o.reportPath.empty()) {
+    std::string json = result.report.toJson();
+    writeFileAtomically(o.reportPath, std::vector<uint8_t>(json.begin(), json.end()));
+  }
+  const BuildReport& r = result.report;
+  std::cout << "built " << o.planPath << " (" << result.plan.size() << " bytes) in " << std::fixed << std::setprecision(0)
+            << r.buildMilliseconds << " ms\n"
+            << "  " << r.onnxNodeCount << " ONNX nodes -> " << r.layers.size() << " engine layers on " << r.backend << "\n";
+  for (const auto& pass : r.passes)
+    if (!pass.changes.empty())
+      std::cout << "  pass " << std::left << std::setw(22) << pass.name << pass.layersBefore << " -> " << pass.layersAfter
+                << " layers (" << pass.changes.size() << " changes)\n";
+  std::cout << "  activations: " << r.peakActivationBytes << " bytes peak (" << r.naiveActivationBytes
+            << " without sharing), weights: " << r.weightBytes << " bytes\n";
+}
+
+}  // namespace
+
+Command addBuildCommand(CLI::App& app) {
+  auto o = std::make_shared<BuildOptions>();
+  CLI::App* sub = app.add_subcommand("build", "Build an optimised engine from an ONNX model and save it as a plan");
+  sub->add_option("MODEL", o->modelPath, "ONNX model file (.onnx)")->required();
+  sub->add_option("--save", o->planPath, "Where to write the plan (written atomically)")->required();
+  sub->add_flag("--fp16", o->fp16, "Allow float16 layers (on the CPU: fp16 activations and weights between layers)");
+  sub->add_flag("--bf16", o->bf16, "Allow bfloat16 layers");
+  sub->add_flag("--int8", o->int8, "Allow int8 layers (the CPU backend has none: a warning names the layers)");
+  sub->add_flag("--fp8", o->fp8, "Allow fp8 layers (the CPU backend has none: a warning names the layers)");
+  sub->add_flag("--no-tf32", o->noTf32, "Disallow TF32 for fp32 matrix work (CUDA)");
+  sub->add_flag("--strongly-typed", o->stronglyTyped, "Keep the model's own types (no precision search)");
+  sub->add_option("--min-shapes", o->minShapes, "NAME:DIMS,...: smallest shapes of an optimisation profile (repeat for more profiles)")
+      ->allow_extra_args(false);
+  sub->add_option("--opt-shapes", o->optShapes, "NAME:DIMS,...: the shapes to tune for")->allow_extra_args(false);
+  sub->add_option("--max-shapes", o->maxShapes, "NAME:DIMS,...: largest shapes of the profile")->allow_extra_args(false);
+  sub->add_option("--profile", o->profiles, "NAME:MIN/OPT/MAX,...: one whole profile, e.g. x:1x3x224x224/8x3x224x224/32x3x224x224")
+      ->allow_extra_args(false);
+  sub->add_option("--opt-level", o->optLevel, "Optimisation level 0-5 (0: no graph passes; default 3)");
+  sub->add_option("--workspace", o->workspace, "Scratch memory limit for tactics, e.g. 512M, 2G (default 1G)");
+  sub->add_option("--timing-cache", o->timingCache, "Timing cache file, read and updated");
+  sub->add_option("--backend", o->backend, "cpu or cuda (default cpu)");
+  sub->add_option("--layer-precision", o->layerPrecisions, "LAYER:PRECISION: force a layer's precision (repeatable)")
+      ->allow_extra_args(false);
+  sub->add_option("--export-report", o->reportPath, "Write the build report (passes, layers, memory) as JSON");
+  return {sub, [o] { runBuild(*o); }};
+}
+
+}  // namespace kiln::cli
