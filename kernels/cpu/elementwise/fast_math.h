@@ -32,8 +32,8 @@ V sigmoidApprox(V x) {
   return V(1.0f) / (V(1.0f) + expApprox(-x));
 }
 
-// Minimax rational approximation x*P(x^2)/Q(x^2) on [-7.9, 7.9] (the one Eigen uses); tanh is
-// +-1 in float beyond that.
+// Minimax rational approximation x*P(x^2)/Q(x^2) on [-7.9, 7.9] (the one Eigen uses), saturating
+// to exactly +-1 where float tanh is +-1.
 template <class V>
 V tanhApprox(V x) {
   constexpr float kSaturation = 7.90531110763549805f;
@@ -51,6 +51,7 @@ V tanhApprox(V x) {
   q = mulAdd(q, t2, V(2.26843463243900e-03f));
   q = mulAdd(q, t2, V(4.89352518554385e-03f));
   V result = t * p / q;
+  result = select(greater(absOf(x), V(9.0f)), select(less(x, V(0.0f)), V(-1.0f), V(1.0f)), result);
   return select(less(absOf(x), V(0.0004f)), x, result);  // tanh(x) == x in float there
 }
 

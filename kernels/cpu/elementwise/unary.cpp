@@ -106,7 +106,7 @@ void floatChunk(UnaryOp op, const T* in, T* out, int64_t n, const UnaryParams& p
     case UnaryOp::kHardSwish:
       return mapLanes(in, out, n, [](auto x) {
         using V = decltype(x);
-        return x * maxOf(V(0), minOf(V(1), mulAdd(V(T(1) / T(6)), x, V(0.5f))));
+        return x * maxOf(V(0), minOf(V(1), mulAdd(V(T(1.0f / 6.0f)), x, V(0.5f))));  // ONNX alpha is float 1/6
       });
     case UnaryOp::kThresholdedRelu:
       return mapLanes(in, out, n, [=](auto x) {
