@@ -296,6 +296,23 @@ TEST(ElementwiseVariadic, SumMeanMaxBroadcastThreeInputs) {
   }
   HostTensor single = runNode("Sum", {{"a", a}});
   EXPECT_EQ(single.toDoubleVector(), va);
+  // The first two inputs both repeat along the output's innermost dimension.
+  HostTensor p = randomTensor(DataType::kInt32, {2, 1}, 4), q = randomTensor(DataType::kInt32, {2, 1}, 5),
+             r = randomTensor(DataType::kInt32, {2, 3}, 6);
+  const auto vp = p.toInt64Vector(), vq = q.toInt64Vector(), vr = r.toInt64Vector();
+  const auto vmax = runNode("Max", {{"p", p}, {"q", q}, {"r", r}}).toInt64Vector();
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(vmax[i], std::max({vp[i / 3], vq[i / 3], vr[i]}));
+}
+
+TEST(ElementwiseBroadcast, LegacyBroadcastAttributeBeforeOpset7) {
+  HostTensor a = randomTensor(DataType::kFloat32, {2, 3, 4, 5}, 1), b = randomTensor(DataType::kFloat32, {3, 4}, 2);
+  HostTensor y = runNode("Add", {{"a", a}, {"b", b}}, 6, [](onnx::NodeProto& n) {
+    ModelBuilder::setInt(n, "broadcast", 1);
+    ModelBuilder::setInt(n, "axis", 1);
+  });
+  ASSERT_EQ(y.dims(), a.dims());
+  const auto va = a.toDoubleVector(), vb = b.toDoubleVector(), vy = y.toDoubleVector();
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_FLOAT_EQ(float(vy[i]), float(va[i] + vb[(i / 5) % 12]));
 }
 
 TEST(ElementwiseBinary, PReluBroadcastsSlopeAndWhereSelects) {

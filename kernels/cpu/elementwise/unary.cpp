@@ -69,7 +69,8 @@ void floatChunk(UnaryOp op, const T* in, T* out, int64_t n, const UnaryParams& p
     case UnaryOp::kReciprocal: return mapScalar(in, out, n, [](T x) { return T(1) / x; });
     case UnaryOp::kExp:
       return mapFastOrPrecise(in, out, n, [](auto x) { return expApprox(x); }, [](T x) { return std::exp(x); });
-    case UnaryOp::kLog: return mapScalar(in, out, n, [](T x) { return std::log(x); });
+    case UnaryOp::kLog:
+      return mapFastOrPrecise(in, out, n, [](auto x) { return logApprox(x); }, [](T x) { return std::log(x); });
     case UnaryOp::kSin: return mapScalar(in, out, n, [](T x) { return std::sin(x); });
     case UnaryOp::kCos: return mapScalar(in, out, n, [](T x) { return std::cos(x); });
     case UnaryOp::kTan: return mapScalar(in, out, n, [](T x) { return std::tan(x); });
@@ -116,8 +117,9 @@ void floatChunk(UnaryOp op, const T* in, T* out, int64_t n, const UnaryParams& p
     case UnaryOp::kSigmoid:
       return mapFastOrPrecise(in, out, n, [](auto x) { return sigmoidApprox(x); },
                               [](T x) { return T(1) / (T(1) + std::exp(-x)); });
-    case UnaryOp::kSoftplus:  // log(1 + e^x) without overflow for large x
-      return mapScalar(in, out, n, [](T x) { return (x > 0 ? x : T(0)) + std::log1p(std::exp(-std::fabs(x))); });
+    case UnaryOp::kSoftplus:
+      return mapFastOrPrecise(in, out, n, [](auto x) { return softplusApprox(x); },
+                              [](T x) { return (x > 0 ? x : T(0)) + std::log1p(std::exp(-std::fabs(x))); });
     case UnaryOp::kSoftsign: return mapScalar(in, out, n, [](T x) { return x / (T(1) + std::fabs(x)); });
     case UnaryOp::kGelu:
       return mapFastOrPrecise(in, out, n, [](auto x) { return geluErfApprox(x); },
