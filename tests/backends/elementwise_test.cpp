@@ -1,21 +1,19 @@
 // Elementwise op family on the CPU backend: every expectation is computed here from the inputs with
 // a naive loop in double precision (or, for Cast rounding, by searching the representable values).
+#include <gtest/gtest.h>
+#include <kernels/cpu/common/numeric_types.h>
 #include <kiln/error.h>
 #include <kiln/onnx_importer.h>
 #include <kiln/reference_executor.h>
-
-#include "common/test_models.h"
-#include "onnx/tensor_proto.h"
-
-#include <kernels/cpu/common/numeric_types.h>
-
-#include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
 #include <random>
+
+#include "common/test_models.h"
+#include "onnx/tensor_proto.h"
 
 using namespace kiln;
 using kiln::kernels::BFloat16;
@@ -135,15 +133,18 @@ void checkBinary(const std::string& op, DataType type, std::vector<int64_t> dims
   const auto va = a.toDoubleVector(), vb = b.toDoubleVector(), vy = y.toDoubleVector();
   const double tolerance = toleranceFor(y.dtype());
   for (int64_t i = 0; i < y.elementCount(); ++i) {
-    const double expected = reference(va[size_t(sourceIndex(outDims, dimsA, i))], vb[size_t(sourceIndex(outDims, dimsB, i))]);
-    expectNear(vy[size_t(i)], expected, tolerance, op + " " + std::string(toString(type)) + " element " + std::to_string(i));
+    const double expected =
+        reference(va[size_t(sourceIndex(outDims, dimsA, i))], vb[size_t(sourceIndex(outDims, dimsB, i))]);
+    expectNear(vy[size_t(i)], expected, tolerance,
+               op + " " + std::string(toString(type)) + " element " + std::to_string(i));
     if (::testing::Test::HasFailure()) return;
   }
 }
 
 // Runs a one-input op on random data in [lo, hi] and checks it against reference(x).
 void checkUnary(const std::string& op, DataType type, const std::function<double(double)>& reference, double lo,
-                double hi, double relative, const AttributeSetter& attributes = {}, std::vector<int64_t> dims = {3, 700}) {
+                double hi, double relative, const AttributeSetter& attributes = {},
+                std::vector<int64_t> dims = {3, 700}) {
   HostTensor x = randomTensor(type, dims, 7, lo, hi);
   HostTensor y = runNode(op, {{"x", x}}, 20, attributes);
   ASSERT_EQ(y.dims(), dims);
@@ -169,9 +170,8 @@ void expectModelError(const std::function<void()>& run, const std::string& fragm
 
 TEST(ElementwiseBroadcast, ArithmeticOverShapePairs) {
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
-      {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}},       {{2, 3, 4}, {3, 1}},       {{2, 1, 4}, {1, 3, 1}},
-      {{5}, {}},              {{}, {2, 3}},            {{2, 3, 4, 5}, {3, 1, 1}}, {{1}, {2, 1, 3}},
-      {{3, 1}, {1, 1}},       {{4, 1, 6}, {4, 5, 1}},
+      {{2, 3, 4}, {2, 3, 4}},    {{2, 3, 4}, {4}}, {{2, 3, 4}, {3, 1}}, {{2, 1, 4}, {1, 3, 1}}, {{5}, {}}, {{}, {2, 3}},
+      {{2, 3, 4, 5}, {3, 1, 1}}, {{1}, {2, 1, 3}}, {{3, 1}, {1, 1}},    {{4, 1, 6}, {4, 5, 1}},
   };
   for (const auto& [a, b] : shapes) {
     checkBinary("Add", DataType::kFloat32, a, b, [](double x, double y) { return x + y; });
@@ -186,8 +186,9 @@ TEST(ElementwiseBroadcast, LargeTensorsSplitAcrossThreadsMidRun) {
   checkBinary("Add", DataType::kFloat32, {3, 70001}, {70001}, [](double x, double y) { return x + y; });
   checkBinary("Mul", DataType::kFloat32, {50000, 7}, {50000, 1}, [](double x, double y) { return x * y; });
   checkBinary("Sub", DataType::kFloat32, {3, 1, 40000}, {1, 5, 1}, [](double x, double y) { return x - y; });
-  checkBinary("Greater", DataType::kInt32, {2, 90000}, {2, 1}, [](double x, double y) { return double(x > y); },
-              DataType::kBool);
+  checkBinary(
+      "Greater", DataType::kInt32, {2, 90000}, {2, 1}, [](double x, double y) { return double(x > y); },
+      DataType::kBool);
 }
 
 TEST(ElementwiseBinary, ArithmeticOnEveryNumericType) {
@@ -206,8 +207,7 @@ TEST(ElementwiseBinary, ArithmeticOnEveryNumericType) {
       // Integer division truncates toward zero.
       checkBinary("Div", type, {4, 5}, {5}, [](double x, double y) { return std::trunc(x / y); });
     }
-    if (isSigned(type) || isFloat)
-      checkBinary("Sub", type, {4, 5}, {1, 5}, [](double x, double y) { return x - y; });
+    if (isSigned(type) || isFloat) checkBinary("Sub", type, {4, 5}, {1, 5}, [](double x, double y) { return x - y; });
   }
 }
 
@@ -215,11 +215,13 @@ TEST(ElementwiseBinary, ModFollowsDivisorSignUnlessFmod) {
   auto fmodOn = [](onnx::NodeProto& n) { ModelBuilder::setInt(n, "fmod", 1); };
   for (DataType type : {DataType::kInt8, DataType::kInt32, DataType::kInt64}) {
     checkBinary("Mod", type, {6, 7}, {7}, [](double x, double y) { return x - y * std::floor(x / y); });
-    checkBinary("Mod", type, {6, 7}, {7}, [](double x, double y) { return std::fmod(x, y); }, type, fmodOn);
+    checkBinary(
+        "Mod", type, {6, 7}, {7}, [](double x, double y) { return std::fmod(x, y); }, type, fmodOn);
   }
   checkBinary("Mod", DataType::kUInt16, {6, 7}, {7}, [](double x, double y) { return std::fmod(x, y); });
   for (DataType type : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16})
-    checkBinary("Mod", type, {6, 7}, {6, 1}, [](double x, double y) { return std::fmod(x, y); }, type, fmodOn);
+    checkBinary(
+        "Mod", type, {6, 7}, {6, 1}, [](double x, double y) { return std::fmod(x, y); }, type, fmodOn);
 }
 
 TEST(ElementwiseBinary, IntegerDivisionByZeroGivesZeroInsteadOfTrapping) {
@@ -263,10 +265,12 @@ TEST(ElementwiseBinary, PowWithMixedTypes) {
 
 TEST(ElementwiseBinary, ComparisonsLogicAndBitwise) {
   for (DataType type : {DataType::kFloat32, DataType::kInt64, DataType::kFloat16, DataType::kUInt8}) {
-    checkBinary("Less", type, {3, 4}, {4}, [](double x, double y) { return double(x < y); }, DataType::kBool);
-    checkBinary("GreaterOrEqual", type, {3, 1}, {4}, [](double x, double y) { return double(x >= y); },
-                DataType::kBool);
-    checkBinary("Equal", type, {3, 4}, {3, 4}, [](double x, double y) { return double(x == y); }, DataType::kBool);
+    checkBinary(
+        "Less", type, {3, 4}, {4}, [](double x, double y) { return double(x < y); }, DataType::kBool);
+    checkBinary(
+        "GreaterOrEqual", type, {3, 1}, {4}, [](double x, double y) { return double(x >= y); }, DataType::kBool);
+    checkBinary(
+        "Equal", type, {3, 4}, {3, 4}, [](double x, double y) { return double(x == y); }, DataType::kBool);
   }
   checkBinary("And", DataType::kBool, {3, 4}, {4}, [](double x, double y) { return double(x && y); });
   checkBinary("Xor", DataType::kBool, {2, 3, 4}, {3, 1}, [](double x, double y) { return double(x != y); });
@@ -274,8 +278,9 @@ TEST(ElementwiseBinary, ComparisonsLogicAndBitwise) {
   checkBinary("BitwiseXor", DataType::kInt32, {3, 4}, {4},
               [](double x, double y) { return double(int32_t(x) ^ int32_t(y)); });
   auto left = [](onnx::NodeProto& n) { ModelBuilder::setString(n, "direction", "LEFT"); };
-  checkBinary("BitShift", DataType::kUInt32, {3, 4}, {4}, [](double x, double y) { return x * std::pow(2.0, y); },
-              DataType::kUndefined, left);
+  checkBinary(
+      "BitShift", DataType::kUInt32, {3, 4}, {4}, [](double x, double y) { return x * std::pow(2.0, y); },
+      DataType::kUndefined, left);
 }
 
 TEST(ElementwiseVariadic, SumMeanMaxBroadcastThreeInputs) {
@@ -326,7 +331,7 @@ TEST(ElementwiseBinary, PReluBroadcastsSlopeAndWhereSelects) {
   const auto vc = condition.toInt64Vector(), vx = x.toInt64Vector(), vy = y.toInt64Vector(), vo = out.toInt64Vector();
   for (int64_t i = 0; i < 24; ++i)
     EXPECT_EQ(vo[size_t(i)], vc[size_t(sourceIndex(dims, {3, 1}, i))] ? vx[size_t(sourceIndex(dims, {4}, i))]
-                                                                       : vy[size_t(sourceIndex(dims, {2, 1, 1}, i))]);
+                                                                      : vy[size_t(sourceIndex(dims, {2, 1, 1}, i))]);
   HostTensor words = HostTensor::fromVector<std::string>({2}, {"yes", "also yes"});
   HostTensor other = HostTensor::fromVector<std::string>({1}, {"no"});
   HostTensor flags = HostTensor::fromVector<bool>({2}, {true, false});
@@ -358,8 +363,7 @@ TEST(ElementwiseUnary, MathFunctionsMatchLibm) {
       {"HardSwish", [](double x) { return x * std::clamp(double(1.0f / 6) * x + 0.5, 0.0, 1.0); }, -5, 5},
   };
   for (const auto& [op, reference, lo, hi] : cases) {
-    for (DataType type : {DataType::kFloat32, DataType::kFloat64})
-      checkUnary(op, type, reference, lo, hi, 4e-6);
+    for (DataType type : {DataType::kFloat32, DataType::kFloat64}) checkUnary(op, type, reference, lo, hi, 4e-6);
     checkUnary(op, DataType::kFloat16, reference, std::max(lo, -10.0), std::min(hi, 10.0), 1e-3);  // no overflow
   }
 }
@@ -385,32 +389,44 @@ TEST(ElementwiseUnary, ActivationsWithAttributes) {
     return [=](onnx::NodeProto& n) { ModelBuilder::setFloat(n, name, value); };
   };
   const double selu = 1.0507009873554805, seluAlpha = 1.6732632423543772;
-  checkUnary("Relu", DataType::kFloat32, [](double x) { return std::max(x, 0.0); }, -5, 5, 0);
-  checkUnary("LeakyRelu", DataType::kFloat32, [](double x) { return x < 0 ? 0.3 * x : x; }, -5, 5, 1e-6,
-             withFloat("alpha", 0.3f));
-  checkUnary("Elu", DataType::kFloat32, [](double x) { return x < 0 ? 2 * std::expm1(x) : x; }, -5, 5, 1e-6,
-             withFloat("alpha", 2.0f));
-  checkUnary("Selu", DataType::kFloat32,
-             [=](double x) { return selu * (x > 0 ? x : seluAlpha * std::expm1(x)); }, -5, 5, 1e-6);
-  checkUnary("Celu", DataType::kFloat32, [](double x) { return x > 0 ? x : 0.5 * std::expm1(x / 0.5); }, -5, 5,
-             1e-6, withFloat("alpha", 0.5f));
-  checkUnary("HardSigmoid", DataType::kFloat32, [](double x) { return std::clamp(0.2 * x + 0.5, 0.0, 1.0); }, -5,
-             5, 1e-6);
-  checkUnary("ThresholdedRelu", DataType::kFloat32, [](double x) { return x > 1.5 ? x : 0; }, -5, 5, 0,
-             withFloat("alpha", 1.5f));
-  checkUnary("Shrink", DataType::kFloat32, [](double x) { return x < -1 ? x + 0.25 : x > 1 ? x - 0.25 : 0; }, -5,
-             5, 1e-6, [](onnx::NodeProto& n) {
-               ModelBuilder::setFloat(n, "lambd", 1.0f);
-               ModelBuilder::setFloat(n, "bias", 0.25f);
-             });
+  checkUnary(
+      "Relu", DataType::kFloat32, [](double x) { return std::max(x, 0.0); }, -5, 5, 0);
+  checkUnary(
+      "LeakyRelu", DataType::kFloat32, [](double x) { return x < 0 ? 0.3 * x : x; }, -5, 5, 1e-6,
+      withFloat("alpha", 0.3f));
+  checkUnary(
+      "Elu", DataType::kFloat32, [](double x) { return x < 0 ? 2 * std::expm1(x) : x; }, -5, 5, 1e-6,
+      withFloat("alpha", 2.0f));
+  checkUnary(
+      "Selu", DataType::kFloat32, [=](double x) { return selu * (x > 0 ? x : seluAlpha * std::expm1(x)); }, -5, 5,
+      1e-6);
+  checkUnary(
+      "Celu", DataType::kFloat32, [](double x) { return x > 0 ? x : 0.5 * std::expm1(x / 0.5); }, -5, 5, 1e-6,
+      withFloat("alpha", 0.5f));
+  checkUnary(
+      "HardSigmoid", DataType::kFloat32, [](double x) { return std::clamp(0.2 * x + 0.5, 0.0, 1.0); }, -5, 5, 1e-6);
+  checkUnary(
+      "ThresholdedRelu", DataType::kFloat32, [](double x) { return x > 1.5 ? x : 0; }, -5, 5, 0,
+      withFloat("alpha", 1.5f));
+  checkUnary(
+      "Shrink", DataType::kFloat32, [](double x) { return x < -1  ? x + 0.25
+                                                          : x > 1 ? x - 0.25
+                                                                  : 0; }, -5, 5, 1e-6,
+      [](onnx::NodeProto& n) {
+        ModelBuilder::setFloat(n, "lambd", 1.0f);
+        ModelBuilder::setFloat(n, "bias", 0.25f);
+      });
   // Gelu of negative x cancels in 1 + erf(x / sqrt 2), so its error is absolute (as in other runtimes).
-  checkUnary("Gelu", DataType::kFloat32, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
-             -8, 8, 3e-4);
-  checkUnary("Gelu", DataType::kFloat32,
-             [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); },
-             -8, 8, 3e-4, [](onnx::NodeProto& n) { ModelBuilder::setString(n, "approximate", "tanh"); });
-  checkUnary("Relu", DataType::kInt32, [](double x) { return std::max(x, 0.0); }, -50, 50, 0);
-  checkUnary("Abs", DataType::kInt8, [](double x) { return std::fabs(x); }, -100, 100, 0);
+  checkUnary(
+      "Gelu", DataType::kFloat32, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -8, 8, 3e-4);
+  checkUnary(
+      "Gelu", DataType::kFloat32,
+      [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }, -8, 8, 3e-4,
+      [](onnx::NodeProto& n) { ModelBuilder::setString(n, "approximate", "tanh"); });
+  checkUnary(
+      "Relu", DataType::kInt32, [](double x) { return std::max(x, 0.0); }, -50, 50, 0);
+  checkUnary(
+      "Abs", DataType::kInt8, [](double x) { return std::fabs(x); }, -100, 100, 0);
 }
 
 TEST(ElementwiseUnary, ClipAcrossOpsets) {
@@ -421,10 +437,11 @@ TEST(ElementwiseUnary, ClipAcrossOpsets) {
     for (size_t i = 0; i < vx.size(); ++i) EXPECT_EQ(vy[i], std::min(std::max(vx[i], lo), hi)) << vx[i];
   };
   // Opset 6: attributes.
-  expectClipped(runNode("Clip", {{"x", x}}, 6, [](onnx::NodeProto& n) {
-                  ModelBuilder::setFloat(n, "min", -1.0f);
-                  ModelBuilder::setFloat(n, "max", 0.5f);
-                }),
+  expectClipped(runNode("Clip", {{"x", x}}, 6,
+                        [](onnx::NodeProto& n) {
+                          ModelBuilder::setFloat(n, "min", -1.0f);
+                          ModelBuilder::setFloat(n, "max", 0.5f);
+                        }),
                 -1.0, 0.5);
   expectClipped(runNode("Clip", {{"x", x}}, 6, [](onnx::NodeProto& n) { ModelBuilder::setFloat(n, "max", 0.0f); }),
                 -INFINITY, 0.0);
@@ -438,9 +455,9 @@ TEST(ElementwiseUnary, ClipAcrossOpsets) {
                 2.0, 1.0);
   // Opset 12+: integers.
   HostTensor xi = randomTensor(DataType::kInt8, {30}, 12, -100, 100);
-  auto vi = runNode("Clip", {{"x", xi}, {"lo", HostTensor::scalar<int8_t>(-10)}, {"hi", HostTensor::scalar<int8_t>(20)}},
-                    13)
-                .toInt64Vector();
+  auto vi =
+      runNode("Clip", {{"x", xi}, {"lo", HostTensor::scalar<int8_t>(-10)}, {"hi", HostTensor::scalar<int8_t>(20)}}, 13)
+          .toInt64Vector();
   const auto vxi = xi.toInt64Vector();
   for (size_t i = 0; i < vi.size(); ++i) EXPECT_EQ(vi[i], std::clamp<int64_t>(vxi[i], -10, 20));
 }
@@ -490,8 +507,9 @@ uint16_t nearestHalf(double value, int exponentBits, int mantissaBits) {
 }  // namespace
 
 TEST(ElementwiseCast, Float16AndBFloat16RoundToNearestEven) {
-  std::vector<float> values = {0.0f, 1.0f, 65504.0f, 65519.0f, 65520.0f, 1e-7f, 6e-8f, 2.98e-8f, -3.0e-5f,
-                               1.00048828125f /* exact fp16 tie */, 1.0009765625f, 3.0e38f, 1.00390625f /* bf16 tie */};
+  std::vector<float> values = {0.0f,          1.0f,    65504.0f,   65519.0f, 65520.0f,
+                               1e-7f,         6e-8f,   2.98e-8f,   -3.0e-5f, 1.00048828125f /* exact fp16 tie */,
+                               1.0009765625f, 3.0e38f, 1.00390625f /* bf16 tie */};
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> unit(-1, 1);
   for (int i = 0; i < 200; ++i) values.push_back(unit(rng) * std::pow(10.0f, float(i % 12) - 6));
@@ -523,8 +541,8 @@ TEST(ElementwiseCast, NumbersBoolsAndStrings) {
   HostTensor strings = castTo(x, onnx::TensorProto::STRING);
   EXPECT_EQ(strings.data<std::string>()[0], "-2.7");
   EXPECT_EQ(strings.data<std::string>()[5], "NaN");
-  HostTensor parsed = castTo(HostTensor::fromVector<std::string>({4}, {"1.5", "+INF", "-inf", " 42 "}),
-                             onnx::TensorProto::DOUBLE);
+  HostTensor parsed =
+      castTo(HostTensor::fromVector<std::string>({4}, {"1.5", "+INF", "-inf", " 42 "}), onnx::TensorProto::DOUBLE);
   EXPECT_EQ(parsed.toDoubleVector(), (std::vector<double>{1.5, INFINITY, -INFINITY, 42}));
   EXPECT_EQ(castTo(HostTensor::fromVector<std::string>({2}, {"-17", "300"}), onnx::TensorProto::INT16).toInt64Vector(),
             (std::vector<int64_t>{-17, 300}));
@@ -538,26 +556,42 @@ TEST(ElementwiseErrors, BadModelsNameTheNode) {
   HostTensor f = randomTensor(DataType::kFloat32, {3}, 1);
   HostTensor i = randomTensor(DataType::kInt32, {3}, 2);
   expectModelError([&] { runNode("Add", {{"a", f}, {"b", i}}); }, "insert a Cast");
-  expectModelError([&] { runNode("Mul", {{"a", f}, {"b", randomTensor(DataType::kFloat32, {4}, 3)}}); },
-                   "cannot be broadcast");
+  expectModelError(
+      [&] {
+        runNode("Mul", {{"a", f}, {"b", randomTensor(DataType::kFloat32, {4}, 3)}});
+      },
+      "cannot be broadcast");
   expectModelError([&] { runNode("Mod", {{"a", f}, {"b", f}}); }, "fmod=1");
   expectModelError([&] { runNode("BitShift", {{"a", i}, {"b", i}}); }, "direction");
   expectModelError([&] { runNode("Sqrt", {{"x", i}}); }, "floating-point");
-  expectModelError([&] { runNode("Clip", {{"x", f}, {"lo", randomTensor(DataType::kFloat32, {2}, 4)}}, 13); },
-                   "must be a scalar");
-  expectModelError([&] { runNode("Gelu", {{"x", f}}, 20, [](onnx::NodeProto& n) {
-                     ModelBuilder::setString(n, "approximate", "erf");
-                   }); },
-                   "approximate");
+  expectModelError(
+      [&] {
+        runNode("Clip", {{"x", f}, {"lo", randomTensor(DataType::kFloat32, {2}, 4)}}, 13);
+      },
+      "must be a scalar");
+  expectModelError(
+      [&] {
+        runNode("Gelu", {{"x", f}}, 20, [](onnx::NodeProto& n) { ModelBuilder::setString(n, "approximate", "erf"); });
+      },
+      "approximate");
   expectModelError([&] { runNode("Where", {{"c", f}, {"x", f}, {"z", f}}); }, "must be bool");
-  expectModelError([&] { runNode("Cast", {{"x", f}}, 13, [](onnx::NodeProto& n) { ModelBuilder::setInt(n, "to", 99); }); },
-                   "to");
-  expectModelError([&] { runNode("PRelu", {{"x", f}, {"slope", randomTensor(DataType::kFloat32, {2, 3}, 5)}}); },
-                   "slope");
+  expectModelError(
+      [&] {
+        runNode("Cast", {{"x", f}}, 13, [](onnx::NodeProto& n) { ModelBuilder::setInt(n, "to", 99); });
+      },
+      "to");
+  expectModelError(
+      [&] {
+        runNode("PRelu", {{"x", f}, {"slope", randomTensor(DataType::kFloat32, {2, 3}, 5)}});
+      },
+      "slope");
 }
 
 TEST(ElementwiseErrors, UnparseableStringFailsAtRunTimeNamingTheNode) {
   HostTensor words = HostTensor::fromVector<std::string>({2}, {"1", "one"});
-  expectModelError([&] { runNode("Cast", {{"x", words}}, 13, [](onnx::NodeProto& n) { ModelBuilder::setInt(n, "to", 1); }); },
-                   "'one'");
+  expectModelError(
+      [&] {
+        runNode("Cast", {{"x", words}}, 13, [](onnx::NodeProto& n) { ModelBuilder::setInt(n, "to", 1); });
+      },
+      "'one'");
 }

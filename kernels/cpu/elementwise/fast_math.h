@@ -1,6 +1,6 @@
 #pragma once
-// Branch-free float approximations of the functions that dominate pointwise time (exp, log,
-// sigmoid, tanh, erf, gelu, softplus), written once over the lane types of float_lanes.h. Accuracy is
+// Branch-free float approximations of the functions that dominate pointwise time (exp, expm1,
+// log, sigmoid, tanh, erf, gelu, softplus), written once over the lane types of float_lanes.h. Accuracy is
 // a few float ulps (relative error below 1e-6 over the whole range); NaN stays NaN.
 #include "float_lanes.h"
 
@@ -33,6 +33,21 @@ KILN_LANE_INLINE V expApprox(V x) {
   V result = p * powerOfTwo(n - V(1.0f)) * V(2.0f);  // n can reach 128
   result = select(greater(x, V(kOverflow)), V(INFINITY), result);
   return select(less(x, V(kUnderflow)), V(0.0f), result);
+}
+
+// e^x - 1 without cancellation near 0: a Taylor polynomial for |x| < 0.5 (error below 1e-8),
+// expApprox beyond.
+template <class V>
+KILN_LANE_INLINE V expm1Approx(V x) {
+  V p = V(1.0f / 40320);
+  p = mulAdd(p, x, V(1.0f / 5040));
+  p = mulAdd(p, x, V(1.0f / 720));
+  p = mulAdd(p, x, V(1.0f / 120));
+  p = mulAdd(p, x, V(1.0f / 24));
+  p = mulAdd(p, x, V(1.0f / 6));
+  p = mulAdd(p, x, V(0.5f));
+  V nearZero = mulAdd(p * x, x, x);
+  return select(less(absOf(x), V(0.5f)), nearZero, expApprox(x) - V(1.0f));
 }
 
 // Cephes logf: log(m * 2^e) = e*ln2 + log(m) with m in [sqrt(1/2), sqrt(2)) and a degree-9

@@ -94,11 +94,30 @@ void floatChunk(UnaryOp op, const T* in, T* out, int64_t n, const UnaryParams& p
         using V = decltype(x);
         return select(less(x, V(0)), V(alpha) * x, x);
       });
-    case UnaryOp::kElu: return mapScalar(in, out, n, [=](T x) { return x < 0 ? alpha * std::expm1(x) : x; });
+    case UnaryOp::kElu:
+      return mapFastOrPrecise(
+          in, out, n,
+          [=](auto x) {
+            using V = decltype(x);
+            return select(less(x, V(0)), V(alpha) * expm1Approx(x), x);
+          },
+          [=](T x) { return x < 0 ? alpha * std::expm1(x) : x; });
     case UnaryOp::kSelu:
-      return mapScalar(in, out, n, [=](T x) { return gamma * (x > 0 ? x : alpha * std::expm1(x)); });
+      return mapFastOrPrecise(
+          in, out, n,
+          [=](auto x) {
+            using V = decltype(x);
+            return V(gamma) * select(greater(x, V(0)), x, V(alpha) * expm1Approx(x));
+          },
+          [=](T x) { return gamma * (x > 0 ? x : alpha * std::expm1(x)); });
     case UnaryOp::kCelu:
-      return mapScalar(in, out, n, [=](T x) { return x > 0 ? x : alpha * std::expm1(x / alpha); });
+      return mapFastOrPrecise(
+          in, out, n,
+          [=](auto x) {
+            using V = decltype(x);
+            return select(greater(x, V(0)), x, V(alpha) * expm1Approx(x / V(alpha)));
+          },
+          [=](T x) { return x > 0 ? x : alpha * std::expm1(x / alpha); });
     case UnaryOp::kHardSigmoid:
       return mapLanes(in, out, n, [=](auto x) {
         using V = decltype(x);
