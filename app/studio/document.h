@@ -1,0 +1,40 @@
+#pragma once
+// The open model: its file, its Network (imported on a worker thread), and what went wrong.
+#include <kiln/network.h>
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <QString>
+
+#include <memory>
+
+class Document : public QObject {
+  Q_OBJECT
+ public:
+  using QObject::QObject;
+
+  void open(const QString& path);  // asynchronous: loaded() or loadFailed() follows
+  bool isLoading() const { return watcher_ && !watcher_->isFinished(); }
+  const QString& path() const { return path_; }
+  const std::shared_ptr<const kiln::Network>& network() const { return network_; }
+  // Set when the model opened without full shape inference (ops Kiln does not know yet).
+  const QString& warning() const { return warning_; }
+
+ signals:
+  void loadStarted(const QString& path);
+  void loaded();
+  void loadFailed(const QString& path, const QString& message);
+
+ private:
+  struct LoadResult {
+    std::shared_ptr<const kiln::Network> network;
+    QString error;
+    QString warning;
+  };
+  static LoadResult load(const QString& path);
+
+  QString path_;
+  std::shared_ptr<const kiln::Network> network_;
+  QString warning_;
+  std::unique_ptr<QFutureWatcher<LoadResult>> watcher_;
+};

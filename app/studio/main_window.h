@@ -1,0 +1,70 @@
+#pragma once
+// Kiln Studio's window: the graph in the middle, inspector / overview / search docks around it,
+// and room (dock areas, the Build menu) for the build, fusion, timing and accuracy panels to come.
+#include <QMainWindow>
+
+class QAction;
+class QLabel;
+class QLineEdit;
+class QListView;
+class QMenu;
+class QProgressBar;
+class QToolButton;
+class Document;
+
+namespace kiln::views {
+class GraphScene;
+class GraphView;
+class InspectorPanel;
+class SearchResultModel;
+}  // namespace kiln::views
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+
+  void openModel(const QString& path);
+  Document* document() const { return document_; }
+  kiln::views::GraphScene* scene() const { return scene_; }
+  kiln::views::GraphView* graphView() const { return view_; }
+  // Later panels add their actions here and make the menu visible (hidden while empty).
+  QMenu* buildMenu() const { return buildMenu_; }
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void createActions();
+  void createDocks();
+  void chooseAndOpen();
+  void chooseAndExport();
+  void onLoaded();
+  void onLoadFailed(const QString& path, const QString& message);
+  void showBusy(const QString& message, bool cancellable);
+  void hideBusy();
+  void updateInspector();
+  void runSearch();
+  void jumpToResult(int row);
+  void rememberRecent(const QString& path);
+  void rebuildRecentMenu();
+  void updateTitle();
+
+  Document* document_;
+  kiln::views::GraphScene* scene_;
+  kiln::views::GraphView* view_;
+  kiln::views::InspectorPanel* inspector_;
+  kiln::views::SearchResultModel* searchResults_;
+  QListView* searchList_;
+  QLineEdit* searchField_;
+  QMenu* recentMenu_;
+  QMenu* buildMenu_;
+  QMenu* viewMenu_;
+  QAction* exportAction_;
+  QProgressBar* progress_;
+  QToolButton* cancelButton_;
+  QLabel* countLabel_;
+  int searchCursor_ = -1;
+};

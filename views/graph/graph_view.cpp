@@ -1,0 +1,138 @@
+#include "graph/graph_view.h"
+
+#include "graph/graph_scene.h"
+#include "graph/node_item.h"
+
+#include <QMouseEvent>
+#include <QScrollBar>
+#include <QWheelEvent>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiln::views {
+namespace {
+
+constexpr double kMinZoom = 0.02;
+constexpr double kMaxZoom = 4.0;
+constexpr double kZoomStep = 1.25;
+constexpr double kReadableZoom = 0.9;  // focusOn zooms in at least this far
+
+}  // namespace
+
+GraphView::GraphView(GraphScene* scene, QWidget* parent) : QGraphicsView(scene, parent) {
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing | QPainter::SmoothPixmapTransform);
+  setDragMode(QGraphicsView::ScrollHandDrag);
+  setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+  setResizeAnchor(QGraphicsView::AnchorViewCenter);
+  setViewportUpdateMode(QGraphicsView::SmartViewportUpdate);
+  setOptimizationFlags(QGraphicsView::DontSavePainterState);
+  setFrameShape(QFrame::NoFrame);
+  connect(scene, &GraphScene::focusRequested, this, &GraphView::focusOn);
+}
+
+double GraphView::zoom() const { return transform().m11(); }
+
+void GraphView::setZoom(double zoom) {
+  const double clamped = std::clamp(zoom, kMinZoom, kMaxZoom);
+  setTransform(QTransform::fromScale(clamped, clamped));
+  emit visibleAreaChanged();
+}
+
+void GraphView::zoomIn() {
+  const auto anchor = transformationAnchor();
+  setTransformationAnchor(QGraphicsView::AnchorViewCenter);
+  setZoom(zoom() * kZoomStep);
+  setTransformationAnchor(anchor);
+}
+
+void GraphView::zoomOut() {
+  const auto anchor = transformationAnchor();
+  setTransformationAnchor(QGraphicsView::AnchorViewCenter);
+  setZoom(zoom() / kZoomStep);
+  setTransformationAnchor(anchor);
+}
+
+void GraphView::fitGraph() {
+  if (!scene()) return;
+  const QRectF area = scene()->sceneRect();
+  if (area.isEmpty()) return;
+  // A tall network fitted whole would be a thin unreadable strip: fit its width and show its top.
+  const double fitAll = std::min(viewport()->width() / area.width(), viewport()->height() / area.height());
+  const double fitWidth = std::min(1.0, viewport()->width() / area.width());
+  const double target = std::clamp(std::max(fitAll, std::min(fitWidth, 0.35)), kMinZoom, 1.0);
+  setTransform(QTransform::fromScale(target, target));
+  centerOn(area.center().x(), area.top() + viewport()->height() / target / 2);
+  if (fitAll >= target) centerOn(area.center());
+  emit visibleAreaChanged();
+}
+
+void GraphView::focusOn(const QRectF& sceneRect) {
+  if (zoom() < kReadableZoom) setZoom(kReadableZoom);
+  centerOn(sceneRect.center());
+  emit visibleAreaChanged();
+}
+
+void GraphView::wheelEvent(QWheelEvent* event) {
+  // Shift+wheel scrolls; the plain wheel zooms around the cursor, as in Netron.
+  if (event->modifiers() & Qt::ShiftModifier) {
+    QGraphicsView::wheelEvent(event);
+    return;
+  }
+  const double steps = event->angleDelta().y() / 120.0;
+  if (steps == 0) return;
+  setZoom(zoom() * std::pow(1.15, steps));
+  event->accept();
+}
+
+void GraphView::scrollContentsBy(int dx, int dy) {
+  QGraphicsView::scrollContentsBy(dx, dy);
+  emit visibleAreaChanged();
+}
+
+void GraphView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  emit visibleAreaChanged();
+}
+
+Overview::Overview(GraphScene* scene, GraphView* mainView, QWidget* parent)
+    : QGraphicsView(scene, parent), mainView_(mainView) {
+  setInteractive(false);
+  setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  setRenderHints(QPainter::Antialiasing);
+  setFrameShape(QFrame::NoFrame);
+  setCursor(Qt::PointingHandCursor);
+  connect(mainView, &GraphView::visibleAreaChanged, viewport(), qOverload<>(&QWidget::update));
+  connect(scene, &GraphScene::layoutFinished, this, &Overview::fitScene);
+}
+
+void Overview::fitScene() {
+  if (scene() && !scene()->sceneRect().isEmpty()) fitInView(scene()->sceneRect(), Qt::KeepAspectRatio);
+}
+
+void Overview::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  fitScene();
+}
+
+void Overview::wheelEvent(QWheelEvent* event) { event->ignore(); }
+
+void Overview::drawForeground(QPainter* painter, const QRectF&) {
+  const QRectF visible = mainView_->mapToScene(mainView_->viewport()->rect()).boundingRect();
+  QColor fill = graph_style::selectionColor();
+  fill.setAlpha(40);
+  painter->setBrush(fill);
+  painter->setPen(QPen(graph_style::selectionColor(), 0));  // cosmetic: one pixel at any scale
+  painter->drawRect(visible.intersected(sceneRect()));
+}
+
+void Overview::mousePressEvent(QMouseEvent* event) {
+  mainView_->centerOn(mapToScene(event->position().toPoint()));
+}
+
+void Overview::mouseMoveEvent(QMouseEvent* event) {
+  if (event->buttons() & Qt::LeftButton) mainView_->centerOn(mapToScene(event->position().toPoint()));
+}
+
+}  // namespace kiln::views
