@@ -1,7 +1,6 @@
 // Schemas of Cast and CastLike: any numeric, bool, fp8 or string type to any other.
-#include "elementwise.h"
-
 #include "../onnx/tensor_proto.h"
+#include "elementwise.h"
 
 namespace kiln {
 namespace {
@@ -26,7 +25,8 @@ DataType castTarget(const InferenceContext& ctx) {
     onnxType = int32_t(*number);
   } else if (const auto* name = it->second.get<std::string>()) {
     onnx::TensorProto_DataType value{};
-    if (!onnx::TensorProto_DataType_Parse(*name, &value)) ctx.fail("attribute 'to' names no ONNX type: \"" + *name + "\"");
+    if (!onnx::TensorProto_DataType_Parse(*name, &value))
+      ctx.fail("attribute 'to' names no ONNX type: \"" + *name + "\"");
     onnxType = int32_t(value);
   } else {
     ctx.fail("attribute 'to' must be an int (an ONNX TensorProto data type)");

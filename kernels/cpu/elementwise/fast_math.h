@@ -1,14 +1,22 @@
 #pragma once
-// Branch-free float approximations of the activation functions that dominate pointwise time
-// (exp, sigmoid, tanh, erf, gelu), written once over the lane types of float_lanes.h. Accuracy is
+// Branch-free float approximations of the functions that dominate pointwise time (exp, expm1,
+// log, sigmoid, tanh, erf, gelu, softplus), written once over the lane types of float_lanes.h. Accuracy is
 // a few float ulps (relative error below 1e-6 over the whole range); NaN stays NaN.
 #include "float_lanes.h"
+
+// The approximations are small enough to inline, and a call per 8 lanes would cost as much as
+// the arithmetic; GCC's heuristics otherwise keep the larger ones out of line.
+#if defined(__GNUC__)
+#define KILN_LANE_INLINE inline __attribute__((always_inline))
+#else
+#define KILN_LANE_INLINE inline
+#endif
 
 namespace kiln::kernels::lanes {
 
 // Cephes expf: e^x = 2^n * e^r with |r| <= ln2/2 and a degree-6 polynomial for e^r.
 template <class V>
-V expApprox(V x) {
+KILN_LANE_INLINE V expApprox(V x) {
   constexpr float kOverflow = 88.7228391f;   // ln(FLT_MAX)
   constexpr float kUnderflow = -86.6f;       // results below ~2e-38 flush to 0
   V t = minOf(V(kOverflow), maxOf(V(kUnderflow), x));
@@ -27,15 +35,75 @@ V expApprox(V x) {
   return select(less(x, V(kUnderflow)), V(0.0f), result);
 }
 
+// e^x - 1 without cancellation near 0: a Taylor polynomial for |x| < 0.5 (error below 1e-8),
+// expApprox beyond.
 template <class V>
-V sigmoidApprox(V x) {
+KILN_LANE_INLINE V expm1Approx(V x) {
+  V p = V(1.0f / 40320);
+  p = mulAdd(p, x, V(1.0f / 5040));
+  p = mulAdd(p, x, V(1.0f / 720));
+  p = mulAdd(p, x, V(1.0f / 120));
+  p = mulAdd(p, x, V(1.0f / 24));
+  p = mulAdd(p, x, V(1.0f / 6));
+  p = mulAdd(p, x, V(0.5f));
+  V nearZero = mulAdd(p * x, x, x);
+  return select(less(absOf(x), V(0.5f)), nearZero, expApprox(x) - V(1.0f));
+}
+
+// Cephes logf: log(m * 2^e) = e*ln2 + log(m) with m in [sqrt(1/2), sqrt(2)) and a degree-9
+// polynomial for log(1 + (m - 1)). Subnormals are scaled up first.
+template <class V>
+KILN_LANE_INLINE V logApprox(V x) {
+  constexpr float kSmallestNormal = 1.17549435e-38f;
+  const auto subnormal = less(x, V(kSmallestNormal));
+  V exponent;
+  V m = splitExponent(select(subnormal, x * V(8388608.0f), x), exponent);  // * 2^23
+  exponent = exponent - select(subnormal, V(23.0f), V(0.0f));
+  const auto low = less(m, V(0.707106781186547524f));
+  exponent = exponent - select(low, V(1.0f), V(0.0f));
+  m = select(low, m + m, m) - V(1.0f);
+  V z = m * m;
+  V y = V(7.0376836292e-2f);
+  y = mulAdd(y, m, V(-1.1514610310e-1f));
+  y = mulAdd(y, m, V(1.1676998740e-1f));
+  y = mulAdd(y, m, V(-1.2420140846e-1f));
+  y = mulAdd(y, m, V(1.4249322787e-1f));
+  y = mulAdd(y, m, V(-1.6668057665e-1f));
+  y = mulAdd(y, m, V(2.0000714765e-1f));
+  y = mulAdd(y, m, V(-2.4999993993e-1f));
+  y = mulAdd(y, m, V(3.3333331174e-1f));
+  y = y * m * z;
+  y = mulAdd(exponent, V(-2.12194440e-4f), y);
+  y = mulAdd(z, V(-0.5f), y);
+  V result = mulAdd(exponent, V(0.693359375f), m + y);
+  result = select(equal(x, V(INFINITY)), x, result);
+  result = select(equal(x, V(0.0f)), V(-INFINITY), result);
+  result = select(less(x, V(0.0f)), V(NAN), result);
+  return select(isNaN(x), x, result);
+}
+
+// log(1 + y) for y >= 0, accurate for small y: log(u) * y / (u - 1) with u = 1 + y rounded.
+template <class V>
+KILN_LANE_INLINE V log1pApprox(V y) {
+  V u = y + V(1.0f);
+  return select(equal(u, V(1.0f)), y, logApprox(u) * (y / (u - V(1.0f))));
+}
+
+// log(1 + e^x) = max(x, 0) + log(1 + e^-|x|), which neither overflows nor loses small results.
+template <class V>
+KILN_LANE_INLINE V softplusApprox(V x) {
+  return maxOf(V(0.0f), x) + log1pApprox(expApprox(-absOf(x)));
+}
+
+template <class V>
+KILN_LANE_INLINE V sigmoidApprox(V x) {
   return V(1.0f) / (V(1.0f) + expApprox(-x));
 }
 
-// Minimax rational approximation x*P(x^2)/Q(x^2) on [-7.9, 7.9] (the one Eigen uses); tanh is
-// +-1 in float beyond that.
+// Minimax rational approximation x*P(x^2)/Q(x^2) on [-7.9, 7.9] (the one Eigen uses), saturating
+// to exactly +-1 where float tanh is +-1.
 template <class V>
-V tanhApprox(V x) {
+KILN_LANE_INLINE V tanhApprox(V x) {
   constexpr float kSaturation = 7.90531110763549805f;
   V t = minOf(V(kSaturation), maxOf(V(-kSaturation), x));
   V t2 = t * t;
@@ -51,12 +119,13 @@ V tanhApprox(V x) {
   q = mulAdd(q, t2, V(2.26843463243900e-03f));
   q = mulAdd(q, t2, V(4.89352518554385e-03f));
   V result = t * p / q;
+  result = select(greater(absOf(x), V(9.0f)), select(less(x, V(0.0f)), V(-1.0f), V(1.0f)), result);
   return select(less(absOf(x), V(0.0004f)), x, result);  // tanh(x) == x in float there
 }
 
 // Minimax rational approximation x*P(x^2)/Q(x^2) on [-4, 4]; erf is +-1 in float beyond that.
 template <class V>
-V erfApprox(V x) {
+KILN_LANE_INLINE V erfApprox(V x) {
   V t = minOf(V(4.0f), maxOf(V(-4.0f), x));
   V t2 = t * t;
   V p = V(-2.72614225801306e-10f);
@@ -76,13 +145,13 @@ V erfApprox(V x) {
 
 // Gelu(x) = x * Phi(x), exactly (erf) or with the tanh approximation of Phi.
 template <class V>
-V geluErfApprox(V x) {
+KILN_LANE_INLINE V geluErfApprox(V x) {
   V half = V(0.5f) * x;
   return mulAdd(half, erfApprox(x * V(0.70710678118654752f)), half);
 }
 
 template <class V>
-V geluTanhApprox(V x) {
+KILN_LANE_INLINE V geluTanhApprox(V x) {
   V inner = V(0.79788456080286536f) * mulAdd(V(0.044715f) * x, x * x, x);
   V half = V(0.5f) * x;
   return mulAdd(half, tanhApprox(inner), half);

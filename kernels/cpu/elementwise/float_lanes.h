@@ -30,6 +30,18 @@ inline float roundToEven(float a) { return std::nearbyint(a); }
 inline float select(bool mask, float whenTrue, float whenFalse) { return mask ? whenTrue : whenFalse; }
 inline bool less(float a, float b) { return a < b; }
 inline bool greater(float a, float b) { return a > b; }
+inline bool equal(float a, float b) { return a == b; }
+inline bool isNaN(float a) { return a != a; }
+// x = mantissa * 2^exponent with the mantissa in [0.5, 1), for positive normal x.
+inline float splitExponent(float x, float& exponent) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  exponent = float(int32_t((bits >> 23) & 0xFFu) - 126);
+  bits = (bits & 0x807FFFFFu) | 0x3F000000u;
+  float mantissa;
+  std::memcpy(&mantissa, &bits, sizeof mantissa);
+  return mantissa;
+}
 // 2^n for an integral n in [-126, 127] (NaN n gives garbage, which callers discard).
 inline float powerOfTwo(float n) {
   n = n == n ? n : 0.0f;  // converting NaN to int is undefined behaviour
@@ -89,6 +101,16 @@ inline Float8 select(Mask8 mask, Float8 whenTrue, Float8 whenFalse) {
 }
 inline Mask8 less(Float8 a, Float8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
 inline Mask8 greater(Float8 a, Float8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)}; }
+inline Mask8 equal(Float8 a, Float8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_EQ_OQ)}; }
+inline Mask8 isNaN(Float8 a) { return {_mm256_cmp_ps(a.v, a.v, _CMP_UNORD_Q)}; }
+inline Float8 splitExponent(Float8 x, Float8& exponent) {
+  const __m256i bits = _mm256_castps_si256(x.v);
+  const __m256i biased = _mm256_and_si256(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(0xFF));
+  exponent = _mm256_cvtepi32_ps(_mm256_sub_epi32(biased, _mm256_set1_epi32(126)));
+  const __m256i mantissa = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(int(0x807FFFFFu))),
+                                           _mm256_set1_epi32(0x3F000000));
+  return _mm256_castsi256_ps(mantissa);
+}
 inline Float8 powerOfTwo(Float8 n) {
   __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n.v), _mm256_set1_epi32(127)), 23);
   return _mm256_castsi256_ps(bits);

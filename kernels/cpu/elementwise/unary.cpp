@@ -69,7 +69,8 @@ void floatChunk(UnaryOp op, const T* in, T* out, int64_t n, const UnaryParams& p
     case UnaryOp::kReciprocal: return mapScalar(in, out, n, [](T x) { return T(1) / x; });
     case UnaryOp::kExp:
       return mapFastOrPrecise(in, out, n, [](auto x) { return expApprox(x); }, [](T x) { return std::exp(x); });
-    case UnaryOp::kLog: return mapScalar(in, out, n, [](T x) { return std::log(x); });
+    case UnaryOp::kLog:
+      return mapFastOrPrecise(in, out, n, [](auto x) { return logApprox(x); }, [](T x) { return std::log(x); });
     case UnaryOp::kSin: return mapScalar(in, out, n, [](T x) { return std::sin(x); });
     case UnaryOp::kCos: return mapScalar(in, out, n, [](T x) { return std::cos(x); });
     case UnaryOp::kTan: return mapScalar(in, out, n, [](T x) { return std::tan(x); });
@@ -93,11 +94,30 @@ void floatChunk(UnaryOp op, const T* in, T* out, int64_t n, const UnaryParams& p
         using V = decltype(x);
         return select(less(x, V(0)), V(alpha) * x, x);
       });
-    case UnaryOp::kElu: return mapScalar(in, out, n, [=](T x) { return x < 0 ? alpha * std::expm1(x) : x; });
+    case UnaryOp::kElu:
+      return mapFastOrPrecise(
+          in, out, n,
+          [=](auto x) {
+            using V = decltype(x);
+            return select(less(x, V(0)), V(alpha) * expm1Approx(x), x);
+          },
+          [=](T x) { return x < 0 ? alpha * std::expm1(x) : x; });
     case UnaryOp::kSelu:
-      return mapScalar(in, out, n, [=](T x) { return gamma * (x > 0 ? x : alpha * std::expm1(x)); });
+      return mapFastOrPrecise(
+          in, out, n,
+          [=](auto x) {
+            using V = decltype(x);
+            return V(gamma) * select(greater(x, V(0)), x, V(alpha) * expm1Approx(x));
+          },
+          [=](T x) { return gamma * (x > 0 ? x : alpha * std::expm1(x)); });
     case UnaryOp::kCelu:
-      return mapScalar(in, out, n, [=](T x) { return x > 0 ? x : alpha * std::expm1(x / alpha); });
+      return mapFastOrPrecise(
+          in, out, n,
+          [=](auto x) {
+            using V = decltype(x);
+            return select(greater(x, V(0)), x, V(alpha) * expm1Approx(x / V(alpha)));
+          },
+          [=](T x) { return x > 0 ? x : alpha * std::expm1(x / alpha); });
     case UnaryOp::kHardSigmoid:
       return mapLanes(in, out, n, [=](auto x) {
         using V = decltype(x);
@@ -106,7 +126,7 @@ void floatChunk(UnaryOp op, const T* in, T* out, int64_t n, const UnaryParams& p
     case UnaryOp::kHardSwish:
       return mapLanes(in, out, n, [](auto x) {
         using V = decltype(x);
-        return x * maxOf(V(0), minOf(V(1), mulAdd(V(T(1) / T(6)), x, V(0.5f))));
+        return x * maxOf(V(0), minOf(V(1), mulAdd(V(T(1.0f / 6.0f)), x, V(0.5f))));  // ONNX alpha is float 1/6
       });
     case UnaryOp::kThresholdedRelu:
       return mapLanes(in, out, n, [=](auto x) {
@@ -116,8 +136,9 @@ void floatChunk(UnaryOp op, const T* in, T* out, int64_t n, const UnaryParams& p
     case UnaryOp::kSigmoid:
       return mapFastOrPrecise(in, out, n, [](auto x) { return sigmoidApprox(x); },
                               [](T x) { return T(1) / (T(1) + std::exp(-x)); });
-    case UnaryOp::kSoftplus:  // log(1 + e^x) without overflow for large x
-      return mapScalar(in, out, n, [](T x) { return (x > 0 ? x : T(0)) + std::log1p(std::exp(-std::fabs(x))); });
+    case UnaryOp::kSoftplus:
+      return mapFastOrPrecise(in, out, n, [](auto x) { return softplusApprox(x); },
+                              [](T x) { return (x > 0 ? x : T(0)) + std::log1p(std::exp(-std::fabs(x))); });
     case UnaryOp::kSoftsign: return mapScalar(in, out, n, [](T x) { return x / (T(1) + std::fabs(x)); });
     case UnaryOp::kGelu:
       return mapFastOrPrecise(in, out, n, [](auto x) { return geluErfApprox(x); },
