@@ -7,6 +7,7 @@
 #include "kernels/cpu/common/numeric_types.h"  // the element types HostTensor::data<T>() names
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -43,7 +44,7 @@ std::vector<int64_t> parseDims(const std::string& text, const std::string& spec)
   while (true) {
     size_t end = text.find('x', start);
     std::string token = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (token.empty() || token.size() > 12 || !std::all_of(token.begin(), token.end(), ::isdigit))
+    if (token.empty() || token.size() > 12 || !std::all_of(token.begin(), token.end(), [](unsigned char c) { return std::isdigit(c); }))
       usage("--shapes '" + spec + "': '" + token + "' is not a dimension; write dims as 1x3x224x224");
     dims.push_back(std::stoll(token));
     if (end == std::string::npos) return dims;
