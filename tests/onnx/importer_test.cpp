@@ -54,3 +54,19 @@ TEST(OnnxImporter, UnsupportedOpNamesNodeOpDomainAndOpset) {
     EXPECT_NE(msg.find("opset 17"), std::string::npos) << msg;
   }
 }
+
+TEST(OnnxImporter, LenientImportKeepsUnknownOpsForViewers) {
+  ModelBuilder mb;
+  mb.input("x", onnx::TensorProto::FLOAT, {2});
+  mb.node("NoSuchOp", {"x"}, {"y"}, "mystery");
+  mb.node("Identity", {"y"}, {"z"}, "after");
+  mb.output("z");
+  OnnxImportOptions options;
+  options.allowUnsupportedOps = true;
+  auto net = OnnxImporter(options).importBytes(mb.bytes());
+  ASSERT_EQ(net->layers().size(), 2u);
+  EXPECT_EQ(net->layers()[0].opType, "NoSuchOp");
+  ASSERT_FALSE(net->info().importWarnings.empty());
+  EXPECT_NE(net->info().importWarnings[0].find("mystery"), std::string::npos);
+  EXPECT_EQ(net->tensor("z").dtype, DataType::kUndefined);  // nothing to infer it from
+}

@@ -83,6 +83,7 @@ struct ModelInfo {
   int64_t irVersion = 0, modelVersion = 0;
   std::map<std::string, int64_t> opsetImports;  // domain -> version ("" = ai.onnx)
   std::map<std::string, std::string> metadata;
+  std::vector<std::string> importWarnings;  // problems a lenient import let through
 };
 
 class Network {

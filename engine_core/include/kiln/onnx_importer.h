@@ -13,6 +13,9 @@ struct OnnxImportOptions {
   bool inferShapes = true;
   // Expand ops that ONNX defines as functions when Kiln has no kernel of its own for them.
   bool expandFunctions = true;
+  // For viewers: keep ops Kiln cannot run (their outputs stay untyped) and tolerate inference
+  // errors, recording each in ModelInfo::importWarnings instead of failing.
+  bool allowUnsupportedOps = false;
 };
 
 class OnnxImporter {

@@ -25,6 +25,7 @@ struct ImportContext {
   std::map<std::string, const onnx::FunctionProto*> localFunctions;  // "domain::name"
   int depth = 0;                                                      // function/subgraph nesting
   int generatedNames = 0;
+  std::vector<std::string> warnings;  // lenient imports only
 };
 
 std::string domainName(const std::string& d) { return d.empty() || d == "ai.onnx" ? "" : d; }
@@ -141,10 +142,13 @@ void importNode(const onnx::NodeProto& node, Network& net, ImportContext& ctx,
       --ctx.depth;
       return;
     }
-    throw Error(ErrorCode::kUnsupported,
-                where + ": op '" + node.op_type() + "' (domain '" + (domain.empty() ? "ai.onnx" : domain) +
-                    "', opset " + std::to_string(opset->second) +
-                    ") is not supported by Kiln; replace it, or register a plugin for it");
+    std::string why = where + ": op '" + node.op_type() + "' (domain '" + (domain.empty() ? "ai.onnx" : domain) +
+                      "', opset " + std::to_string(opset->second) +
+                      ") is not supported by Kiln; replace it, or register a plugin for it";
+    if (!ctx.options.allowUnsupportedOps) throw Error(ErrorCode::kUnsupported, why);
+    ctx.warnings.push_back(why);
+    net.addLayer(std::move(layer));
+    return;
   }
   net.addLayer(std::move(layer));
   // Type the outputs now, so later function expansions see their input types. Errors wait for the
@@ -223,7 +227,17 @@ std::shared_ptr<Network> importModel(const onnx::ModelProto& model, const std::s
   info.opsetImports = ctx.opsets;
   for (const auto& kv : model.metadata_props()) info.metadata[kv.key()] = kv.value();
   net->validate();
-  if (options.inferShapes) net->inferShapes();
+  if (options.inferShapes && !options.allowUnsupportedOps) net->inferShapes();
+  if (options.inferShapes && options.allowUnsupportedOps) {
+    for (size_t index : net->topologicalOrder()) {
+      try {
+        net->inferLayer(index);
+      } catch (const Error& e) {
+        ctx.warnings.push_back(e.what());
+      }
+    }
+  }
+  info.importWarnings = std::move(ctx.warnings);
   return net;
 }
 

@@ -1,0 +1,50 @@
+#pragma once
+// What the builder is asked to do: precisions, shape profiles, optimisation level, backend.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+enum class Precision { kFP32, kTF32, kFP16, kBF16, kINT8, kFP8 };
+const char* toString(Precision precision);
+std::optional<Precision> parsePrecision(const std::string& name);  // "fp32", "fp16", ...
+
+enum class BackendKind { kCpu, kCuda };
+const char* toString(BackendKind backend);
+
+// min/opt/max dims of one input: every runtime shape must lie between min and max, and the builder
+// tunes for opt.
+struct ShapeRange {
+  std::vector<int64_t> min, opt, max;
+};
+
+struct OptimizationProfile {
+  std::map<std::string, ShapeRange> inputs;
+};
+
+struct BuilderConfig {
+  BackendKind backend = BackendKind::kCpu;
+  // Precisions the builder may choose from; FP32 is always allowed as the fallback.
+  bool allowTF32 = true;
+  bool allowFP16 = false;
+  bool allowBF16 = false;
+  bool allowINT8 = false;
+  bool allowFP8 = false;
+  // Keep the model's own types everywhere (no precision search).
+  bool strongTyping = false;
+  // Layer name -> precision it must run in.
+  std::map<std::string, Precision> layerPrecisions;
+  std::vector<OptimizationProfile> profiles;
+  int optimizationLevel = 3;  // 0: no passes ... 5: everything, widest tactic search
+  uint64_t workspaceBytes = uint64_t(1) << 30;
+  std::string timingCachePath;  // empty: no persistent timing cache
+  bool cudaGraphs = false;
+
+  // The lowest precision the config allows for activations between layers.
+  Precision storagePrecision() const;
+};
+
+}  // namespace kiln

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs missing packages, then configures and builds Kiln (ccache keeps rebuilds cheap).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+preset="${KILN_PRESET:-default}"
+[ -f "build/$preset/CMakeCache.txt" ] || cmake --preset "$preset"
+cmake --build --preset "$preset"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every system package Kiln needs to build, test and run, from Debian's repositories only.
+# Safe to re-run: installs only what is missing.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake ninja-build ccache pkg-config git
+  # engine: ONNX (protobuf), ONNX's node tests, CPU math, plan files, CLI, JSON
+  libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev libopenblas-dev
+  libflatbuffers-dev flatbuffers-compiler libcli11-dev nlohmann-json3-dev
+  # tests and fuzzing
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev
+  # Kiln Studio: Qt 6 widgets, charts, SVG; Graphviz for graph layout; fonts for rendering
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libgraphviz-dev fonts-dejavu-core
+  # regenerating the bundled sample model (resources/models/make_sample_model.py)
+  python3-onnx python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
