@@ -59,8 +59,7 @@ ordered_json tensorsJson(const Network& net, const std::vector<std::string>& nam
 
 std::string domainLabel(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }
 
-ordered_json inspectJson(const InspectOptions& options, const Network& net, const std::map<std::string, int64_t>& ops,
-                         const std::string& inferenceError) {
+ordered_json inspectJson(const InspectOptions& options, const Network& net, const std::map<std::string, int64_t>& ops) {
   const ModelInfo& info = net.info();
   ordered_json j;
   j["model"] = options.modelPath;
@@ -76,7 +75,7 @@ ordered_json inspectJson(const InspectOptions& options, const Network& net, cons
   j["op_histogram"] = ops;
   j["parameters"] = {{"count", net.parameterCount()}, {"bytes", net.parameterBytes()}};
   j["metadata"] = info.metadata;
-  j["shape_inference_error"] = inferenceError.empty() ? ordered_json(nullptr) : ordered_json(inferenceError);
+  j["warnings"] = info.importWarnings;
   return j;
 }
 
@@ -91,8 +90,7 @@ void printTensors(const char* title, const Network& net, const std::vector<std::
   }
 }
 
-void inspectText(const InspectOptions& options, const Network& net, const std::map<std::string, int64_t>& ops,
-                 const std::string& inferenceError) {
+void inspectText(const InspectOptions& options, const Network& net, const std::map<std::string, int64_t>& ops) {
   const ModelInfo& info = net.info();
   std::cout << "model: " << options.modelPath << "\n";
   std::cout << "producer: " << (info.producerName.empty() ? "(none)" : info.producerName)
@@ -107,26 +105,18 @@ void inspectText(const InspectOptions& options, const Network& net, const std::m
   std::cout << "layers: " << net.layers().size() << "\nop histogram:\n";
   for (const auto& [op, count] : ops) std::cout << "  " << std::left << std::setw(24) << op << " " << count << "\n";
   std::cout << "parameters: " << net.parameterCount() << " (" << net.parameterBytes() << " bytes)\n";
-  if (!inferenceError.empty()) std::cout << "shape inference failed: " << inferenceError << "\n";
+  for (const auto& warning : info.importWarnings) std::cout << "warning: " << warning << "\n";
 }
 
 void runInspect(const InspectOptions& options) {
-  // Import without expanding functions or inferring shapes, so the histogram shows the model's own
-  // ops and models with ops Kiln cannot run can still be inspected.
+  // Lenient: a model with ops Kiln cannot run is still worth inspecting; they become warnings.
   OnnxImportOptions importOptions;
-  importOptions.inferShapes = false;
-  importOptions.expandFunctions = false;
+  importOptions.allowUnsupportedOps = true;
   std::shared_ptr<Network> net = OnnxImporter(importOptions).importFile(options.modelPath);
-  std::string inferenceError;
-  try {
-    net->inferShapes();
-  } catch (const Error& e) {
-    inferenceError = e.what();
-  }
   std::map<std::string, int64_t> ops;
   countOps(*net, ops);
-  if (options.json) std::cout << inspectJson(options, *net, ops, inferenceError).dump(2) << "\n";
-  else inspectText(options, *net, ops, inferenceError);
+  if (options.json) std::cout << inspectJson(options, *net, ops).dump(2) << "\n";
+  else inspectText(options, *net, ops);
 }
 
 }  // namespace

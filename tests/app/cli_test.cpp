@@ -162,7 +162,7 @@ TEST_F(Cli, InspectJson) {
   EXPECT_EQ(j["op_histogram"]["Identity"], 2);
   EXPECT_EQ(j["parameters"]["count"], 5);
   EXPECT_EQ(j["parameters"]["bytes"], 40);
-  EXPECT_TRUE(j["shape_inference_error"].is_null());
+  EXPECT_TRUE(j["warnings"].empty());
 }
 
 TEST_F(Cli, InspectShowsModelsWithUnsupportedOps) {
@@ -174,7 +174,11 @@ TEST_F(Cli, InspectShowsModelsWithUnsupportedOps) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["op_histogram"]["NoSuchOp"], 1);
-  EXPECT_NE(j["shape_inference_error"].get<std::string>().find("NoSuchOp"), std::string::npos);
+  ASSERT_FALSE(j["warnings"].empty());
+  EXPECT_NE(j["warnings"][0].get<std::string>().find("mystery"), std::string::npos);
+  CliResult text = kiln({"inspect", path("m.onnx")});
+  EXPECT_EQ(text.exitCode, 0);
+  EXPECT_NE(text.out.find("warning: node 'mystery' (NoSuchOp)"), std::string::npos) << text.out;
 }
 
 TEST_F(Cli, RunWithNpyAndPbInputs) {
