@@ -115,7 +115,7 @@ void runModel(const RunOptions& options) {
     std::cout << "  " << input.name << "  "
               << (input.value.isSequence() ? "sequence of " + std::to_string(input.value.sequence.size())
                                            : summarize(input.value.tensor))
-              << "  (" << (input.source == "random" ? "random, seed " + std::to_string(options.inputs.seed) : input.source)
+              << "  (" << (input.file.empty() ? "random, seed " + std::to_string(options.inputs.seed) : input.file)
               << ")\n";
     feed[input.name] = std::move(input.value);
   }

@@ -234,7 +234,7 @@ std::vector<PreparedInput> prepareInputs(const Network& net, const InputRequest&
             ", which kiln run cannot generate; give it with --input " + name + "=FILE.pb");
     std::optional<std::vector<int64_t>> given;
     if (shape != shapes.end()) given = shape->second;
-    prepared.push_back({name, Value(randomTensor(declared, shapeForRandom(declared, given), request.seed)), "random"});
+    prepared.push_back({name, Value(randomTensor(declared, shapeForRandom(declared, given), request.seed)), ""});
   }
   return prepared;
 }

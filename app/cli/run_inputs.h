@@ -19,7 +19,7 @@ struct InputRequest {
 struct PreparedInput {
   std::string name;
   Value value;
-  std::string source;  // the file it came from, or "random"
+  std::string file;  // the file it came from; empty for random values
 };
 
 // Validates the request against the model's inputs and loads or generates every runtime input.

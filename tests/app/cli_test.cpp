@@ -384,3 +384,11 @@ TEST_F(Cli, UsageErrors) {
   expectFailure({"run", model, "--seed", "abc"}, 2, {"abc"});
   expectFailure({"frobnicate"}, 2, {"frobnicate"});
 }
+
+TEST_F(Cli, UnwritableOutputDir) {
+  writeFile(dir_ / "a_file", "not a folder");
+  CliResult r = kiln({"run", save("m.onnx", symbolicModel()), "--shapes", "x:1x3", "--output-dir", path("a_file")});
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_NE(r.err.find("a_file"), std::string::npos) << r.err;
+  EXPECT_EQ(readFile(dir_ / "a_file"), "not a folder");
+}
