@@ -6,6 +6,7 @@ set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
+find_package(FlatBuffers CONFIG REQUIRED)
 
 # OpenBLAS exposes cblas.h from a variant-specific folder; find the header that matches.
 find_path(KILN_CBLAS_INCLUDE_DIR cblas.h

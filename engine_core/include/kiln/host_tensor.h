@@ -83,6 +83,11 @@ class HostTensor {
 
   // Same storage, other dims (element count must match).
   HostTensor reshaped(std::vector<int64_t> dims) const;
+  // Same storage read as another type and shape; the new view must fit in the old bytes (for
+  // in-place conversions such as fp32 -> fp16).
+  HostTensor viewAs(DataType dtype, std::vector<int64_t> dims) const;
+  // A tensor that lives inside `owner`'s memory (the engine's activation arena).
+  static HostTensor inArena(DataType dtype, std::vector<int64_t> dims, std::shared_ptr<void> arena, size_t offset);
   HostTensor clone() const;
   bool sharesStorageWith(const HostTensor& other) const { return storage_ == other.storage_; }
 

@@ -135,6 +135,27 @@ HostTensor HostTensor::reshaped(std::vector<int64_t> dims) const {
   return t;
 }
 
+HostTensor HostTensor::viewAs(DataType dtype, std::vector<int64_t> dims) const {
+  HostTensor t = *this;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.count_ = checkedCount(t.dims_);
+  if (t.byteSize() > byteSize())
+    throw Error(ErrorCode::kInternal, "a " + std::string(toString(dtype)) + " view of shape " + dimsToString(t.dims_) +
+                                          " does not fit in the tensor's storage");
+  return t;
+}
+
+HostTensor HostTensor::inArena(DataType dtype, std::vector<int64_t> dims, std::shared_ptr<void> arena, size_t offset) {
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.count_ = checkedCount(t.dims_);
+  t.data_ = static_cast<char*>(arena.get()) + offset;
+  t.storage_ = std::move(arena);
+  return t;
+}
+
 HostTensor HostTensor::clone() const {
   if (empty()) return {};
   HostTensor t(dtype_, dims_);

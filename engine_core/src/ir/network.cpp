@@ -211,7 +211,11 @@ void Network::inferLayer(size_t layerIndex, const ScopeLookup& outerScope) {
                                               " inputs; the op takes " + std::to_string(schema->minInputs) +
                                               (schema->maxInputs < 0 ? " or more"
                                                                      : " to " + std::to_string(schema->maxInputs)));
-  InferenceContext ctx(layer, std::move(ins), std::move(values));
+  auto scope = [this, &outerScope](const std::string& name) -> const Tensor* {
+    if (const Tensor* t = findTensor(name)) return t;
+    return outerScope ? outerScope(name) : nullptr;
+  };
+  InferenceContext ctx(layer, std::move(ins), std::move(values), scope);
   schema->infer(ctx);
   for (size_t i = 0; i < layer.outputs.size(); ++i) {
     if (layer.outputs[i].empty() || i >= ctx.outputs().size()) continue;

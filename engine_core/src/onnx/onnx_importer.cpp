@@ -35,6 +35,16 @@ std::shared_ptr<Network> importGraph(const onnx::GraphProto& graph, ImportContex
 void importNode(const onnx::NodeProto& node, Network& net, ImportContext& ctx,
                 const std::map<std::string, int64_t>& opsets);
 
+// TYPE_PROTO attributes (Optional's `type`) become a type string in ONNX's notation with Kiln's
+// element type names, e.g. "seq(tensor(float32))".
+std::string typeString(const onnx::TypeProto& type, const std::string& what) {
+  if (type.has_sequence_type()) return "seq(" + typeString(type.sequence_type().elem_type(), what) + ")";
+  if (type.has_optional_type()) return "optional(" + typeString(type.optional_type().elem_type(), what) + ")";
+  if (type.has_tensor_type())
+    return "tensor(" + std::string(toString(fromOnnxType(type.tensor_type().elem_type(), what))) + ")";
+  throw Error(ErrorCode::kUnsupported, what + " names a type Kiln does not support (tensor, seq and optional are)");
+}
+
 Attribute convertAttribute(const onnx::AttributeProto& a, ImportContext& ctx, const std::string& where,
                            const std::vector<std::string>& scope) {
   using A = onnx::AttributeProto;
@@ -48,6 +58,7 @@ Attribute convertAttribute(const onnx::AttributeProto& a, ImportContext& ctx, co
     case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
     case A::TENSOR: return tensorFromProto(a.t(), ctx.baseDir, what);
     case A::SPARSE_TENSOR: return tensorFromSparseProto(a.sparse_tensor(), ctx.baseDir, what);
+    case A::TYPE_PROTO: return typeString(a.tp(), what);
     case A::GRAPH: return Attribute::Graph(importGraph(a.g(), ctx, scope));
     case A::GRAPHS: {
       std::vector<Attribute::Graph> graphs;

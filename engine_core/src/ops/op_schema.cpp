@@ -5,8 +5,8 @@
 namespace kiln {
 
 InferenceContext::InferenceContext(const Layer& layer, std::vector<const Tensor*> inputs,
-                                   std::vector<const HostTensor*> inputValues)
-    : layer_(layer), inputs_(std::move(inputs)), inputValues_(std::move(inputValues)) {
+                                   std::vector<const HostTensor*> inputValues, Network::ScopeLookup scope)
+    : layer_(layer), inputs_(std::move(inputs)), inputValues_(std::move(inputValues)), scope_(std::move(scope)) {
   outputs_.resize(layer.outputs.size());
   for (size_t i = 0; i < outputs_.size(); ++i) outputs_[i].name = layer.outputs[i];
 }

@@ -16,7 +16,7 @@ namespace kiln {
 class InferenceContext {
  public:
   InferenceContext(const Layer& layer, std::vector<const Tensor*> inputs,
-                   std::vector<const HostTensor*> inputValues);
+                   std::vector<const HostTensor*> inputValues, Network::ScopeLookup scope = {});
 
   const Layer& layer() const { return layer_; }
   int64_t opset() const { return layer_.opsetVersion; }
@@ -30,6 +30,9 @@ class InferenceContext {
   const HostTensor* inputValue(size_t i) const {
     return i < inputValues_.size() ? inputValues_[i] : nullptr;
   }
+  // Names visible to the layer's subgraph attributes (its graph and the graphs around it), for
+  // inferring If/Loop/Scan bodies; empty when the caller gave no scope.
+  const Network::ScopeLookup& scope() const { return scope_; }
 
   void setOutput(size_t i, DataType dtype, Shape shape, ValueKind kind = ValueKind::kTensor);
   const Tensor& output(size_t i) const { return outputs_.at(i); }
@@ -44,6 +47,7 @@ class InferenceContext {
   const Layer& layer_;
   std::vector<const Tensor*> inputs_;
   std::vector<const HostTensor*> inputValues_;
+  Network::ScopeLookup scope_;
   std::vector<Tensor> outputs_;
 };
 

@@ -1,30 +1,14 @@
 #include <kiln/error.h>
 #include <kiln/reference_executor.h>
 
-#include "../backends/cpu/cpu_kernel.h"
-#include "../ops/op_schema.h"
+#include "layer_runner.h"
 
 #include <chrono>
+#include <algorithm>
 #include <unordered_map>
 
 namespace kiln {
 namespace {
-
-Tensor describeValue(const std::string& name, const Value& v) {
-  Tensor t;
-  t.name = name;
-  t.kind = v.kind;
-  if (v.isSequence()) {
-    if (!v.sequence.empty()) {
-      t.dtype = v.sequence.front().dtype();
-      t.shape = Shape::fromDims(v.sequence.front().dims());
-    }
-  } else if (v.hasElement) {
-    t.dtype = v.tensor.dtype();
-    t.shape = Shape::fromDims(v.tensor.dims());
-  }
-  return t;
-}
 
 void checkInput(const Tensor& declared, const Value& given) {
   const std::string& name = declared.name;
@@ -60,7 +44,7 @@ std::vector<Value> executeGraph(const Network& graph, const std::vector<Value>& 
   const auto& graphInputs = graph.inputs();
   for (size_t i = 0; i < graphInputs.size() && i < inputs.size(); ++i) values[graphInputs[i]] = inputs[i];
 
-  // Constants are wrapped once per run; they share storage with the network.
+  // Constants are wrapped on first use; they share storage with the network.
   auto lookup = [&](const std::string& name) -> const Value* {
     if (auto it = values.find(name); it != values.end()) return &it->second;
     if (const Tensor* t = graph.findTensor(name); t && t->isConstant()) {
@@ -69,70 +53,36 @@ std::vector<Value> executeGraph(const Network& graph, const std::vector<Value>& 
     }
     return outer ? outer(name) : nullptr;
   };
+  auto subgraphRunner = [&](const Network& body, const std::vector<Value>& bodyInputs) {
+    return executeGraph(body, bodyInputs, lookup, options);
+  };
 
   // Free each intermediate after its last reader to bound memory on big models.
   auto order = graph.topologicalOrder();
-  std::unordered_map<std::string, size_t> lastUse;
+  auto lastUse = lastUseSteps(graph, order);
+  // Types of the values subgraph bodies can see, for inferring If/Loop/Scan bodies at run time.
+  std::unordered_map<std::string, Tensor> scopeTypes;
+  const Network::ScopeLookup scopeTypeLookup = [&](const std::string& name) -> const Tensor* {
+    const Value* v = lookup(name);
+    if (!v) return nullptr;
+    return &scopeTypes.insert_or_assign(name, describeValue(name, *v)).first->second;
+  };
   for (size_t step = 0; step < order.size(); ++step) {
     const Layer& layer = graph.layers()[order[step]];
-    for (const auto& in : layer.inputs) lastUse[in] = step;
-    for (const auto& [key, attr] : layer.attributes) {  // subgraphs read outer tensors implicitly
-      if (auto g = attr.get<Attribute::Graph>(); g && *g)
-        for (const auto& ref : (*g)->outerScopeReferences()) lastUse[ref] = step;
-    }
-  }
-  for (const auto& out : graph.outputs()) lastUse[out] = order.size();
-  const auto& schemas = OpSchemaRegistry::instance();
-  const auto& kernels = CpuKernelRegistry::instance();
-
-  for (size_t step = 0; step < order.size(); ++step) {
-    const Layer& layer = graph.layers()[order[step]];
-    const OpSchema* schema = schemas.find(layer.domain, layer.opType);
-    const CpuKernelFn* kernel = kernels.find(layer.domain, layer.opType);
-    if (!schema || !kernel)
-      throw Error(ErrorCode::kUnsupported, layer.describe() + ": op '" + layer.opType + "' (domain '" +
-                                               (layer.domain.empty() ? "ai.onnx" : layer.domain) +
-                                               "') is not supported by the CPU backend");
+    const CpuKernelFn& kernel = cpuKernelFor(layer);
     std::vector<const Value*> inputValues;
-    std::vector<Tensor> described;
     for (const auto& name : layer.inputs) {
       const Value* v = name.empty() ? nullptr : lookup(name);
       if (!name.empty() && !v)
         throw Error(ErrorCode::kRuntimeError, layer.describe() + ": input '" + name + "' has no value");
       inputValues.push_back(v);
-      described.push_back(v ? describeValue(name, *v) : Tensor{});
     }
-    std::vector<const Tensor*> inferIn;
-    std::vector<const HostTensor*> inferValues;
-    for (size_t i = 0; i < inputValues.size(); ++i) {
-      const Value* v = inputValues[i];
-      inferIn.push_back(v ? &described[i] : nullptr);
-      inferValues.push_back(v && !v->isSequence() && v->hasElement ? &v->tensor : nullptr);
-    }
-    InferenceContext inference(layer, inferIn, inferValues);
-    schema->infer(inference);
-
-    auto scopeLookup = [&](const std::string& name) { return lookup(name); };
-    KernelContext ctx(layer, inputValues, inference.outputs(),
-                      [&](const Network& body, const std::vector<Value>& bodyInputs) {
-                        return executeGraph(body, bodyInputs, scopeLookup, options);
-                      });
     auto start = std::chrono::steady_clock::now();
-    try {
-      (*kernel)(ctx);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::bad_alloc&) {
-      throw Error(ErrorCode::kRuntimeError, layer.describe() + ": out of memory");
-    } catch (const std::exception& e) {
-      throw Error(ErrorCode::kRuntimeError, layer.describe() + ": " + e.what());
-    }
+    auto outputs = runLayerOnCpu(layer, inputValues, kernel, subgraphRunner, {}, scopeTypeLookup);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    for (size_t i = 0; i < layer.outputs.size(); ++i) {
-      if (layer.outputs[i].empty()) continue;
-      values[layer.outputs[i]] = std::move(ctx.outputs()[i]);
-    }
-    if (options.afterLayer) options.afterLayer(layer, ctx.outputs(), ms);
+    if (options.afterLayer) options.afterLayer(layer, outputs, ms);
+    for (size_t i = 0; i < layer.outputs.size(); ++i)
+      if (!layer.outputs[i].empty()) values[layer.outputs[i]] = std::move(outputs[i]);
     for (auto it = values.begin(); it != values.end();) {
       auto use = lastUse.find(it->first);
       bool dead = use != lastUse.end() && use->second == step;

@@ -42,6 +42,13 @@ HostTensor& KernelContext::allocateOutput(size_t i) {
 }
 
 HostTensor& KernelContext::allocateOutput(size_t i, DataType dtype, std::vector<int64_t> dims) {
+  if (allocator_) {
+    HostTensor planned = allocator_(i, dtype, dims);
+    if (!planned.empty()) {
+      outputs_.at(i) = Value(std::move(planned));
+      return outputs_[i].tensor;
+    }
+  }
   outputs_.at(i) = Value(HostTensor(dtype, std::move(dims)));
   return outputs_[i].tensor;
 }
@@ -78,6 +85,30 @@ const CpuKernelFn* CpuKernelRegistry::find(const std::string& domain, const std:
 
 void CpuKernelRegistry::add(const std::string& domain, const std::string& opType, CpuKernelFn fn) {
   kernels_[key(domain, opType)] = std::move(fn);
+}
+
+void CpuKernelRegistry::addTactic(const std::string& domain, const std::string& opType, const std::string& tacticId,
+                                  CpuKernelFn fn) {
+  auto& list = tactics_[key(domain, opType)];
+  if (list.empty() && !kernels_.count(key(domain, opType))) kernels_[key(domain, opType)] = fn;  // first is default
+  list.emplace_back(tacticId, std::move(fn));
+}
+
+const CpuKernelFn* CpuKernelRegistry::findTactic(const std::string& domain, const std::string& opType,
+                                                 const std::string& tacticId) const {
+  auto it = tactics_.find(key(domain, opType));
+  if (it != tactics_.end())
+    for (const auto& [id, fn] : it->second)
+      if (id == tacticId) return &fn;
+  return find(domain, opType);
+}
+
+std::vector<std::string> CpuKernelRegistry::tacticIds(const std::string& domain, const std::string& opType) const {
+  std::vector<std::string> ids;
+  auto it = tactics_.find(key(domain, opType));
+  if (it != tactics_.end())
+    for (const auto& [id, fn] : it->second) ids.push_back(id);
+  return ids;
 }
 
 }  // namespace kiln

@@ -37,6 +37,10 @@ class KernelContext {
   HostTensor& allocateOutput(size_t i, DataType dtype, std::vector<int64_t> dims);
   void setOutput(size_t i, HostTensor tensor);  // e.g. a reshaped view of an input
   void setOutputValue(size_t i, Value value);
+  // Where allocateOutput takes memory from (the engine's activation arena); returning an empty
+  // tensor falls back to a fresh allocation.
+  using OutputAllocator = std::function<HostTensor(size_t index, DataType dtype, const std::vector<int64_t>& dims)>;
+  void setOutputAllocator(OutputAllocator allocator) { allocator_ = std::move(allocator); }
   std::vector<Value>& outputs() { return outputs_; }
 
   // Runs a subgraph attribute (If/Loop/Scan bodies); outer-scope tensors are visible to it.
@@ -52,6 +56,7 @@ class KernelContext {
   std::vector<Tensor> inferred_;
   std::vector<Value> outputs_;
   SubgraphRunner subgraphRunner_;
+  OutputAllocator allocator_;
 };
 
 using CpuKernelFn = std::function<void(KernelContext&)>;
@@ -62,9 +67,16 @@ class CpuKernelRegistry {
   const CpuKernelFn* find(const std::string& domain, const std::string& opType) const;
   void add(const std::string& domain, const std::string& opType, CpuKernelFn fn);
   void add(const std::string& opType, CpuKernelFn fn) { add("", opType, std::move(fn)); }
+  // Ops with several implementations register each under a stable tactic id
+  // ("cpu.conv.im2col_gemm"); the builder times them and records its choice in the plan.
+  void addTactic(const std::string& domain, const std::string& opType, const std::string& tacticId, CpuKernelFn fn);
+  const CpuKernelFn* findTactic(const std::string& domain, const std::string& opType,
+                                const std::string& tacticId) const;
+  std::vector<std::string> tacticIds(const std::string& domain, const std::string& opType) const;
 
  private:
   std::unordered_map<std::string, CpuKernelFn> kernels_;
+  std::unordered_map<std::string, std::vector<std::pair<std::string, CpuKernelFn>>> tactics_;
 };
 
 }  // namespace kiln

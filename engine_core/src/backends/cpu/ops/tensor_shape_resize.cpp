@@ -1,0 +1,78 @@
+// CPU kernels of Resize and Upsample over kernels/cpu/resize.
+#include "tensor_shape_kernels.h"
+
+#include <kernels/cpu/resize/resize.h>
+
+namespace kiln::tensor_shape {
+namespace {
+
+using kernels::CoordinateMode;
+using kernels::NearestMode;
+using kernels::ResizeMode;
+
+kernels::ResizeOptions resizeOptions(const Layer& layer) {
+  kernels::ResizeOptions options;
+  std::string mode = layer.attrString("mode", "nearest");
+  options.mode = mode == "nearest" ? ResizeMode::kNearest : mode == "cubic" ? ResizeMode::kCubic : ResizeMode::kLinear;
+  if (layer.opType == "Upsample" || layer.opsetVersion < 11) {  // no coordinate attributes yet
+    options.coordinates = CoordinateMode::kAsymmetric;
+    options.nearest = NearestMode::kSimple;
+    return options;
+  }
+  std::string coordinates = layer.attrString("coordinate_transformation_mode", "half_pixel");
+  options.coordinates = coordinates == "half_pixel_symmetric" ? CoordinateMode::kHalfPixelSymmetric
+                        : coordinates == "pytorch_half_pixel" ? CoordinateMode::kPytorchHalfPixel
+                        : coordinates == "align_corners"      ? CoordinateMode::kAlignCorners
+                        : coordinates == "asymmetric"         ? CoordinateMode::kAsymmetric
+                        : coordinates == "tf_half_pixel_for_nn" ? CoordinateMode::kTfHalfPixelForNn
+                        : coordinates == "tf_crop_and_resize" ? CoordinateMode::kTfCropAndResize
+                                                              : CoordinateMode::kHalfPixel;
+  std::string nearest = layer.attrString("nearest_mode", "round_prefer_floor");
+  options.nearest = nearest == "round_prefer_ceil" ? NearestMode::kRoundPreferCeil
+                    : nearest == "floor"           ? NearestMode::kFloor
+                    : nearest == "ceil"            ? NearestMode::kCeil
+                                                   : NearestMode::kRoundPreferFloor;
+  options.cubicCoeffA = layer.attrFloat("cubic_coeff_a", -0.75f);
+  options.excludeOutside = layer.attrInt("exclude_outside", 0) != 0;
+  options.antialias = layer.attrInt("antialias", 0) != 0;
+  return options;
+}
+
+void resizeKernel(KernelContext& ctx) {
+  const HostTensor& in = ctx.input(0);
+  HostTensor& out = ctx.allocateOutput(0);
+  if (out.elementCount() == 0) return;
+  if (in.elementCount() == 0) ctx.fail("cannot resize an empty input of shape " + dimsToString(in.dims()));
+  auto geometry = *resizeGeometry(ctx.layer(), in.dims(), valuesOf(ctx));
+  kernels::ResizeOptions options = resizeOptions(ctx.layer());
+  std::vector<kernels::AxisSampling> axes;
+  for (size_t d = 0; d < in.rank(); ++d)
+    axes.push_back(kernels::sampleAxis(in.dim(d), out.dim(d), geometry.scales[d], geometry.roiStart[d],
+                                       geometry.roiEnd[d], options));
+  float extrapolation = ctx.layer().attrFloat("extrapolation_value", 0.0f);
+  if (options.mode != ResizeMode::kNearest) {
+    dispatchFloat(in.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      kernels::resizeInterpolate(in.data<T>(), in.dims(), out.data<T>(), out.dims(), axes, extrapolation);
+    });
+    return;
+  }
+  HostTensor fill(in.dtype(), {});  // the extrapolation value in the data's type
+  dispatchAny(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, std::string>) fill.data<T>()[0] = kernels::fromFloat<T>(extrapolation);
+  });
+  dispatchStorage(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    kernels::resizeNearest(elementsAs<T>(in), in.dims(), elementsAs<T>(out), out.dims(), axes, elementsAs<T>(fill)[0]);
+  });
+}
+
+}  // namespace
+
+void registerResizeKernels(CpuKernelRegistry& registry) {
+  registry.add("Resize", resizeKernel);
+  registry.add("Upsample", resizeKernel);
+}
+
+}  // namespace kiln::tensor_shape

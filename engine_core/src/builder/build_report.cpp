@@ -1,0 +1,80 @@
+#include <kiln/build_report.h>
+#include <kiln/error.h>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln {
+
+using nlohmann::json;
+
+namespace {
+
+json tensorsToJson(const std::vector<TensorSummary>& ts) {
+  json out = json::array();
+  for (const auto& t : ts) out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+  return out;
+}
+
+std::vector<TensorSummary> tensorsFromJson(const json& j) {
+  std::vector<TensorSummary> out;
+  for (const auto& t : j) out.push_back({t.at("name"), t.at("dtype"), t.at("shape")});
+  return out;
+}
+
+}  // namespace
+
+std::string BuildReport::toJson(int indent) const {
+  json j;
+  j["backend"] = backend;
+  j["onnx_node_count"] = onnxNodeCount;
+  j["build_ms"] = buildMilliseconds;
+  j["memory"] = {{"weight_bytes", weightBytes},
+                 {"peak_activation_bytes", peakActivationBytes},
+                 {"naive_activation_bytes", naiveActivationBytes}};
+  j["warnings"] = warnings;
+  json passesJson = json::array();
+  for (const auto& p : passes)
+    passesJson.push_back({{"name", p.name},
+                          {"layers_before", p.layersBefore},
+                          {"layers_after", p.layersAfter},
+                          {"changes", p.changes},
+                          {"ms", p.milliseconds}});
+  j["passes"] = passesJson;
+  json layersJson = json::array();
+  for (const auto& l : layers)
+    layersJson.push_back({{"name", l.name},
+                          {"type", l.type},
+                          {"precision", l.precision},
+                          {"tactic", l.tactic},
+                          {"inputs", tensorsToJson(l.inputs)},
+                          {"outputs", tensorsToJson(l.outputs)},
+                          {"origins", l.origins}});
+  j["layers"] = layersJson;
+  return j.dump(indent);
+}
+
+BuildReport BuildReport::fromJson(const std::string& text) {
+  BuildReport r;
+  try {
+    json j = json::parse(text);
+    r.backend = j.at("backend");
+    r.onnxNodeCount = j.at("onnx_node_count");
+    r.buildMilliseconds = j.at("build_ms");
+    r.weightBytes = j.at("memory").at("weight_bytes");
+    r.peakActivationBytes = j.at("memory").at("peak_activation_bytes");
+    r.naiveActivationBytes = j.at("memory").at("naive_activation_bytes");
+    r.warnings = j.at("warnings").get<std::vector<std::string>>();
+    for (const auto& p : j.at("passes"))
+      r.passes.push_back({p.at("name"), p.at("layers_before"), p.at("layers_after"),
+                          p.at("changes").get<std::vector<std::string>>(), p.at("ms")});
+    for (const auto& l : j.at("layers"))
+      r.layers.push_back({l.at("name"), l.at("type"), l.at("precision"), l.at("tactic"),
+                          tensorsFromJson(l.at("inputs")), tensorsFromJson(l.at("outputs")),
+                          l.at("origins").get<std::vector<std::string>>()});
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("malformed build report JSON: ") + e.what());
+  }
+  return r;
+}
+
+}  // namespace kiln

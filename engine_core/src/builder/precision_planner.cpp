@@ -1,0 +1,56 @@
+#include "precision_planner.h"
+
+namespace kiln {
+namespace {
+
+bool hasFloatOutput(const Network& net, const Layer& layer) {
+  for (const auto& out : layer.outputs) {
+    const Tensor* t = out.empty() ? nullptr : net.findTensor(out);
+    if (t && t->kind == ValueKind::kTensor && t->dtype == DataType::kFloat32) return true;
+  }
+  return false;
+}
+
+// Names the first few layers of a list, then how many more.
+std::string nameSome(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > 5) s += " and " + std::to_string(names.size() - 5) + " more";
+  return s;
+}
+
+}  // namespace
+
+std::vector<LayerDecision> planPrecisions(const Network& network, const BuilderConfig& config, const Backend& backend,
+                                          std::vector<std::string>& warnings) {
+  Precision wanted = config.storagePrecision();
+  bool cpu = backend.kind() == BackendKind::kCpu;
+  std::vector<LayerDecision> decisions(network.layers().size());
+  std::map<Precision, std::vector<std::string>> refused;  // precision asked -> layers kept higher
+  for (size_t i = 0; i < network.layers().size(); ++i) {
+    const Layer& layer = network.layers()[i];
+    if (!hasFloatOutput(network, layer)) continue;  // integer/bool layers keep their types
+    Precision p = wanted;
+    if (!cpu && config.allowTF32 && p == Precision::kFP32) p = Precision::kTF32;
+    if (auto it = config.layerPrecisions.find(layer.name); it != config.layerPrecisions.end()) p = it->second;
+    else if (!config.strongTyping && (config.allowINT8 || config.allowFP8)) {
+      Precision low = config.allowINT8 ? Precision::kINT8 : Precision::kFP8;
+      if (backend.supports(layer, low).supported) p = low;
+      else refused[low].push_back(layer.name);
+    }
+    if (cpu && p == Precision::kTF32) p = Precision::kFP32;  // the CPU computes fp32 either way
+    if (!backend.supports(layer, p).supported) {
+      refused[p].push_back(layer.name);
+      p = wanted == Precision::kINT8 || wanted == Precision::kFP8 ? Precision::kFP32 : wanted;
+      if (!backend.supports(layer, p).supported) p = Precision::kFP32;
+    }
+    decisions[i].precision = p;
+  }
+  for (const auto& [precision, layers] : refused)
+    warnings.push_back("the " + std::string(toString(backend.kind())) + " backend cannot run " +
+                       std::to_string(layers.size()) + " layer(s) in " + toString(precision) + " (" + nameSome(layers) +
+                       "); they stay in a higher precision");
+  return decisions;
+}
+
+}  // namespace kiln

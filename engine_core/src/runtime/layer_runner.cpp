@@ -1,0 +1,86 @@
+#include "layer_runner.h"
+
+#include <kiln/error.h>
+
+#include "../ops/op_schema.h"
+
+namespace kiln {
+Tensor describeValue(const std::string& name, const Value& v) {
+  Tensor t;
+  t.name = name;
+  t.kind = v.kind;
+  if (v.isSequence()) {
+    if (!v.sequence.empty()) {
+      t.dtype = v.sequence.front().dtype();
+      t.shape = Shape::fromDims(v.sequence.front().dims());
+    }
+  } else if (v.hasElement) {
+    t.dtype = v.tensor.dtype();
+    t.shape = Shape::fromDims(v.tensor.dims());
+  }
+  return t;
+}
+
+const CpuKernelFn& cpuKernelFor(const Layer& layer, const std::string& tactic) {
+  const auto& kernels = CpuKernelRegistry::instance();
+  const CpuKernelFn* kernel = tactic.empty() ? kernels.find(layer.domain, layer.opType)
+                                             : kernels.findTactic(layer.domain, layer.opType, tactic);
+  if (!kernel || !OpSchemaRegistry::instance().find(layer.domain, layer.opType))
+    throw Error(ErrorCode::kUnsupported, layer.describe() + ": op '" + layer.opType + "' (domain '" +
+                                             (layer.domain.empty() ? "ai.onnx" : layer.domain) +
+                                             "') is not supported by the CPU backend");
+  return *kernel;
+}
+
+std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Value*>& inputs, const CpuKernelFn& kernel,
+                                 const KernelContext::SubgraphRunner& subgraphRunner,
+                                 const KernelContext::OutputAllocator& allocator,
+                                 const Network::ScopeLookup& scopeTypes) {
+  std::vector<Tensor> described(inputs.size());
+  std::vector<const Tensor*> inferIn(inputs.size(), nullptr);
+  std::vector<const HostTensor*> inferValues(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = inputs[i];
+    if (!v) continue;
+    described[i] = describeValue(layer.inputs[i], *v);
+    inferIn[i] = &described[i];
+    if (!v->isSequence() && v->hasElement) inferValues[i] = &v->tensor;
+  }
+  InferenceContext inference(layer, inferIn, inferValues, scopeTypes);
+  OpSchemaRegistry::instance().find(layer.domain, layer.opType)->infer(inference);
+  KernelContext ctx(layer, inputs, inference.outputs(), subgraphRunner);
+  if (allocator) ctx.setOutputAllocator(allocator);
+  try {
+    kernel(ctx);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::kRuntimeError, layer.describe() + ": out of memory");
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kRuntimeError, layer.describe() + ": " + e.what());
+  }
+  for (size_t i = 0; i < layer.outputs.size(); ++i)
+    if (!layer.outputs[i].empty() && ctx.outputs()[i].kind == ValueKind::kTensor && ctx.outputs()[i].tensor.empty())
+      throw Error(ErrorCode::kInternal, layer.describe() + ": the kernel did not produce output " + std::to_string(i));
+  return std::move(ctx.outputs());
+}
+
+std::unordered_map<std::string, size_t> lastUseSteps(const Network& network, const std::vector<size_t>& order) {
+  std::unordered_map<std::string, size_t> lastUse;
+  for (size_t step = 0; step < order.size(); ++step) {
+    const Layer& layer = network.layers()[order[step]];
+    for (const auto& in : layer.inputs) lastUse[in] = step;
+    for (const auto& [key, attr] : layer.attributes) {  // subgraphs read outer tensors implicitly
+      if (auto g = attr.get<Attribute::Graph>(); g && *g)
+        for (const auto& ref : (*g)->outerScopeReferences()) lastUse[ref] = step;
+      if (auto gs = attr.get<std::vector<Attribute::Graph>>())
+        for (const auto& g : *gs)
+          if (g)
+            for (const auto& ref : g->outerScopeReferences()) lastUse[ref] = step;
+    }
+  }
+  for (const auto& out : network.outputs()) lastUse[out] = order.size();
+  return lastUse;
+}
+
+}  // namespace kiln

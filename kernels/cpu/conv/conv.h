@@ -1,0 +1,36 @@
+#pragma once
+// Convolutions on NC(D)HW tensors. float and double go through im2col + BLAS GEMM (direct GEMM for
+// pointwise convolutions, direct loops for depthwise ones); integer convolutions accumulate in int32.
+#include "spatial_window.h"
+
+#include <cstdint>
+
+namespace kiln::kernels {
+
+struct ConvShape {
+  int64_t batch = 1;
+  int64_t inChannels = 1;   // C of X
+  int64_t outChannels = 1;  // M of Y
+  int64_t group = 1;
+  SpatialWindow window;  // for convTranspose: the forward convolution from Y to X (in = Y, out = X)
+};
+
+// Y[N, M, out] = X[N, C, in] (*) W[M, C/group, kernel] + bias[M]; bias may be null.
+template <class T>
+void convolution(const ConvShape& shape, const T* x, const T* w, const T* bias, T* y);
+
+// The same in exact integer arithmetic; X and W already have their zero points subtracted.
+void convolutionInt32(const ConvShape& shape, const int32_t* x, const int32_t* w, int32_t* y);
+
+// QLinearConv's output stage: out = saturate(round_half_even((acc + bias[m]) * multiplier[m]) + zeroPoint)
+// for acc[batch, channels, plane]; bias may be null, multiplier has one value per channel.
+template <class Q>
+void requantize(int64_t batch, int64_t channels, int64_t plane, const int32_t* acc, const int32_t* bias,
+                const float* multiplier, int32_t zeroPoint, Q* out);
+
+// Transposed convolution (the gradient of convolution with respect to its input):
+// Y[N, M, window.in] from X[N, C, window.out] and W[C, M/group, kernel], plus bias[M] (may be null).
+template <class T>
+void convTranspose(const ConvShape& shape, const T* x, const T* w, const T* bias, T* y);
+
+}  // namespace kiln::kernels
