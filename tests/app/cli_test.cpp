@@ -392,3 +392,22 @@ TEST_F(Cli, UnwritableOutputDir) {
   EXPECT_NE(r.err.find("a_file"), std::string::npos) << r.err;
   EXPECT_EQ(readFile(dir_ / "a_file"), "not a folder");
 }
+
+TEST_F(Cli, RunsRealOpsAgainstANaiveReference) {
+  // y = Relu(x + w) with w an initializer: checks the CLI feeds files and weights to real kernels.
+  ModelBuilder mb;
+  mb.input("x", onnx::TensorProto::FLOAT, {3, 4});
+  HostTensor w = test::randomFloats({3, 4}, 21);
+  mb.initializer("w", w);
+  mb.node("Add", {"x", "w"}, {"sum"});
+  mb.node("Relu", {"sum"}, {"y"});
+  mb.output("y");
+  HostTensor x = test::randomFloats({3, 4}, 22);
+  writeNpyFile(x, path("x.npy"));
+  CliResult r = kiln({"run", save("m.onnx", mb), "--input", "x=" + path("x.npy"), "--output-dir", outDir()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  HostTensor y = readNpyFile(path("out/y.npy"));
+  ASSERT_EQ(y.dims(), (std::vector<int64_t>{3, 4}));
+  for (int i = 0; i < 12; ++i)
+    EXPECT_FLOAT_EQ(y.data<float>()[i], std::max(0.0f, x.data<float>()[i] + w.data<float>()[i])) << i;
+}
