@@ -43,13 +43,17 @@ HostTensor mapExternal(const TensorProto& proto, DataType dtype, std::vector<int
     fail(ErrorCode::kIoError, what + ": external data file '" + path +
                                   "' cannot be opened; keep it next to the model file");
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(ErrorCode::kIoError, what + ": external data file '" + path + "' is not a regular file");
+  }
   int64_t fileSize = st.st_size;
   size_t elem = byteSize(dtype);
   int64_t count = elementCount(dims);
   int64_t need = count * int64_t(elem);
   if (length < 0) length = fileSize - offset;
-  if (offset < 0 || length < need || offset + need > fileSize) {
+  // Compared without forming offset + need, which a hostile offset could overflow.
+  if (offset < 0 || offset > fileSize || length < need || need > fileSize - offset) {
     ::close(fd);
     fail(ErrorCode::kInvalidModel, what + ": external data in '" + path + "' at offset " + std::to_string(offset) +
                                        " holds " + std::to_string(std::max<int64_t>(0, fileSize - offset)) +
@@ -73,11 +77,21 @@ HostTensor mapExternal(const TensorProto& proto, DataType dtype, std::vector<int
   return copy;
 }
 
+// The number of values in the typed field that carries `dtype` (without raw_data).
+int64_t typedValueCount(const TensorProto& proto, DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32: return proto.float_data_size();
+    case DataType::kFloat64: return proto.double_data_size();
+    case DataType::kInt64: return proto.int64_data_size();
+    case DataType::kUInt32:
+    case DataType::kUInt64: return proto.uint64_data_size();
+    case DataType::kString: return proto.string_data_size();
+    default: return proto.int32_data_size();
+  }
+}
+
 template <class Src, class Fn>
-void fillFrom(const Src& field, HostTensor& t, const std::string& what, Fn&& store) {
-  if (int64_t(field.size()) != t.elementCount())
-    fail(ErrorCode::kInvalidModel, what + ": holds " + std::to_string(field.size()) + " values, shape " +
-                                       dimsToString(t.dims()) + " needs " + std::to_string(t.elementCount()));
+void fillFrom(const Src& field, HostTensor& t, Fn&& store) {
   for (int64_t i = 0; i < t.elementCount(); ++i) store(i, field.Get(int(i)));
 }
 
@@ -162,32 +176,36 @@ HostTensor tensorFromProto(const TensorProto& proto, const std::string& baseDir,
     if (need) std::memcpy(t.rawData(), raw.data(), need);
     return t;
   }
+  // Checked before allocating: a tiny file may declare a huge shape.
+  if (typedValueCount(proto, dtype) != count)
+    fail(ErrorCode::kInvalidModel, what + ": holds " + std::to_string(typedValueCount(proto, dtype)) +
+                                       " values, shape " + dimsToString(dims) + " needs " + std::to_string(count));
   HostTensor t(dtype, std::move(dims));
   void* out = t.rawData();
   switch (dtype) {
     case DataType::kFloat32:
-      fillFrom(proto.float_data(), t, what, [&](int64_t i, float v) { static_cast<float*>(out)[i] = v; });
+      fillFrom(proto.float_data(), t, [&](int64_t i, float v) { static_cast<float*>(out)[i] = v; });
       break;
     case DataType::kFloat64:
-      fillFrom(proto.double_data(), t, what, [&](int64_t i, double v) { static_cast<double*>(out)[i] = v; });
+      fillFrom(proto.double_data(), t, [&](int64_t i, double v) { static_cast<double*>(out)[i] = v; });
       break;
     case DataType::kInt64:
-      fillFrom(proto.int64_data(), t, what, [&](int64_t i, int64_t v) { static_cast<int64_t*>(out)[i] = v; });
+      fillFrom(proto.int64_data(), t, [&](int64_t i, int64_t v) { static_cast<int64_t*>(out)[i] = v; });
       break;
     case DataType::kUInt32:
-      fillFrom(proto.uint64_data(), t, what, [&](int64_t i, uint64_t v) { static_cast<uint32_t*>(out)[i] = uint32_t(v); });
+      fillFrom(proto.uint64_data(), t, [&](int64_t i, uint64_t v) { static_cast<uint32_t*>(out)[i] = uint32_t(v); });
       break;
     case DataType::kUInt64:
-      fillFrom(proto.uint64_data(), t, what, [&](int64_t i, uint64_t v) { static_cast<uint64_t*>(out)[i] = v; });
+      fillFrom(proto.uint64_data(), t, [&](int64_t i, uint64_t v) { static_cast<uint64_t*>(out)[i] = v; });
       break;
     case DataType::kString:
-      fillFrom(proto.string_data(), t, what,
+      fillFrom(proto.string_data(), t,
                [&](int64_t i, const std::string& v) { static_cast<std::string*>(out)[i] = v; });
       break;
     default: {
       // int32_data carries every type of 32 bits or fewer (fp16/bf16 as their bit patterns).
       size_t elem = byteSize(dtype);
-      fillFrom(proto.int32_data(), t, what, [&](int64_t i, int32_t v) {
+      fillFrom(proto.int32_data(), t, [&](int64_t i, int32_t v) {
         std::memcpy(static_cast<char*>(out) + i * elem, &v, elem);  // little-endian low bytes
       });
     }
@@ -200,18 +218,34 @@ HostTensor tensorFromSparseProto(const onnx::SparseTensorProto& proto, const std
   HostTensor values = tensorFromProto(proto.values(), baseDir, what + " (sparse values)");
   HostTensor indices = tensorFromProto(proto.indices(), baseDir, what + " (sparse indices)");
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
-  HostTensor dense(values.dtype(), dims);
+  if (values.dtype() == DataType::kString || values.rank() != 1)
+    fail(ErrorCode::kInvalidModel, what + ": sparse values must be a 1-D numeric tensor");
   int64_t nnz = values.elementCount();
-  auto idx = indices.toInt64Vector();
-  int64_t total = dense.elementCount();
-  size_t elem = byteSize(values.dtype());
   bool coordinates = indices.rank() == 2;  // [nnz, rank] coordinates instead of linear indices
+  int64_t indicesPerValue = coordinates ? int64_t(dims.size()) : 1;
+  if (indices.elementCount() != nnz * indicesPerValue || (coordinates && indices.dim(1) != indicesPerValue))
+    fail(ErrorCode::kInvalidModel, what + ": sparse indices of shape " + dimsToString(indices.dims()) +
+                                       " do not match " + std::to_string(nnz) + " values of a rank-" +
+                                       std::to_string(dims.size()) + " tensor");
+  int64_t total = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d != 0 && total > (int64_t(1) << 40) / d))
+      fail(ErrorCode::kInvalidModel, what + ": sparse tensor shape " + dimsToString(dims) + " is invalid or absurdly large");
+    total *= d;
+  }
+  HostTensor dense(values.dtype(), dims);
+  auto idx = indices.toInt64Vector();
+  size_t elem = byteSize(values.dtype());
   for (int64_t k = 0; k < nnz; ++k) {
     int64_t linear = 0;
     if (coordinates) {
-      for (size_t d = 0; d < dims.size(); ++d) linear = linear * dims[d] + idx[size_t(k) * dims.size() + d];
+      for (size_t d = 0; d < dims.size(); ++d) {
+        int64_t coordinate = idx[size_t(k) * dims.size() + d];
+        if (coordinate < 0 || coordinate >= dims[d]) fail(ErrorCode::kInvalidModel, what + ": sparse index out of range");
+        linear = linear * dims[d] + coordinate;
+      }
     } else {
-      linear = idx.at(size_t(k));
+      linear = idx[size_t(k)];
     }
     if (linear < 0 || linear >= total) fail(ErrorCode::kInvalidModel, what + ": sparse index out of range");
     std::memcpy(static_cast<char*>(dense.rawData()) + linear * elem,
