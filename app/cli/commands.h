@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 namespace kiln::cli {
 
@@ -14,5 +15,11 @@ struct Command {
 
 Command addInspectCommand(CLI::App& app);
 Command addRunCommand(CLI::App& app);
+Command addBuildCommand(CLI::App& app);
+Command addCompareCommand(CLI::App& app);
+Command addProfileCommand(CLI::App& app);
+
+// `kiln inspect PLAN`: the engine's layers (type, precision, tactic, shapes, fused ONNX nodes).
+void inspectPlan(const std::string& path, bool json);
 
 }  // namespace kiln::cli

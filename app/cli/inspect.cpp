@@ -1,4 +1,5 @@
 // kiln inspect MODEL [--json]: what a model takes, gives and contains, without running it.
+#include "artifact.h"
 #include "commands.h"
 
 #include <kiln/error.h>
@@ -109,6 +110,10 @@ void inspectText(const InspectOptions& options, const Network& net, const std::m
 }
 
 void runInspect(const InspectOptions& options) {
+  if (isPlanFile(options.modelPath)) {
+    inspectPlan(options.modelPath, options.json);
+    return;
+  }
   // Lenient: a model with ops Kiln cannot run is still worth inspecting; they become warnings.
   OnnxImportOptions importOptions;
   importOptions.allowUnsupportedOps = true;
@@ -123,8 +128,9 @@ void runInspect(const InspectOptions& options) {
 
 Command addInspectCommand(CLI::App& app) {
   auto options = std::make_shared<InspectOptions>();
-  CLI::App* sub = app.add_subcommand("inspect", "Show a model's inputs, outputs, opsets, producer, ops and parameters");
-  sub->add_option("MODEL", options->modelPath, "ONNX model file (.onnx)")->required();
+  CLI::App* sub = app.add_subcommand(
+      "inspect", "Show a model's inputs, outputs, opsets, producer, ops and parameters, or a plan's layers");
+  sub->add_option("MODEL", options->modelPath, "ONNX model file (.onnx) or plan")->required();
   sub->add_flag("--json", options->json, "Print one JSON object instead of text");
   return {sub, [options] { runInspect(*options); }};
 }

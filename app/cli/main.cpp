@@ -21,10 +21,12 @@ int exitCodeFor(const kiln::Error& error) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kiln: inspect and run ONNX models with the Kiln inference engine", "kiln"};
+  CLI::App app{"kiln: inspect, run, build, compare and profile ONNX models and Kiln plans", "kiln"};
   app.set_version_flag("--version", "kiln " KILN_VERSION);
   app.require_subcommand(1);
-  std::vector<kiln::cli::Command> commands = {kiln::cli::addInspectCommand(app), kiln::cli::addRunCommand(app)};
+  std::vector<kiln::cli::Command> commands = {kiln::cli::addInspectCommand(app), kiln::cli::addRunCommand(app),
+                                             kiln::cli::addBuildCommand(app), kiln::cli::addCompareCommand(app),
+                                             kiln::cli::addProfileCommand(app)};
 
   try {
     // CLI11 would only say "a subcommand is required"; name the word it did not know instead.

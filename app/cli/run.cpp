@@ -1,5 +1,6 @@
 // kiln run MODEL [--input NAME=FILE]... [--shapes NAME:DIMS,...] [--output-dir DIR] [--seed N]:
 // runs a model on the CPU reference backend and summarizes (and optionally saves) its outputs.
+#include "artifact.h"
 #include "commands.h"
 #include "run_inputs.h"
 
@@ -107,7 +108,8 @@ void writeAll(const std::vector<OutputFile>& files, const std::string& dir) {
 }
 
 void runModel(const RunOptions& options) {
-  std::shared_ptr<Network> net = OnnxImporter().importFile(options.modelPath);
+  Artifact artifact = loadArtifact(options.modelPath);
+  const std::shared_ptr<Network>& net = artifact.network;
   std::vector<PreparedInput> inputs = prepareInputs(*net, options.inputs);
   ValueMap feed;
   std::cout << "inputs:\n";
@@ -119,7 +121,12 @@ void runModel(const RunOptions& options) {
               << ")\n";
     feed[input.name] = std::move(input.value);
   }
-  ValueMap results = ReferenceExecutor(net).run(feed);
+  ValueMap results;
+  if (artifact.isPlan()) {
+    for (auto& [name, tensor] : artifact.runner(tensorInputs(feed), {})) results[name] = Value(std::move(tensor));
+  } else {
+    results = ReferenceExecutor(net).run(feed);
+  }
 
   // Every file is encoded before any is written, so a failure leaves no partial output.
   std::vector<OutputFile> files;
@@ -144,8 +151,8 @@ void runModel(const RunOptions& options) {
 
 Command addRunCommand(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("run", "Run a model on the CPU reference backend and summarize its outputs");
-  sub->add_option("MODEL", options->modelPath, "ONNX model file (.onnx)")->required();
+  CLI::App* sub = app.add_subcommand("run", "Run a model (CPU reference backend) or a plan (its engine) and summarize the outputs");
+  sub->add_option("MODEL", options->modelPath, "ONNX model file (.onnx) or plan made by `kiln build`")->required();
   sub->add_option("--input", options->inputs.inputFiles,
                   "NAME=FILE: value of input NAME from a NumPy .npy or ONNX TensorProto .pb file (repeatable); "
                   "inputs not given get seeded random values")

@@ -1,4 +1,5 @@
 #include "run_inputs.h"
+#include "shape_specs.h"
 
 #include <kiln/error.h>
 #include <kiln/npy.h>
@@ -37,39 +38,9 @@ void requireModelInput(const Network& net, const std::string& name, const std::s
     usage(option + " names '" + name + "', which is not an input of the model; its inputs are: " + joined(inputs));
 }
 
-std::vector<int64_t> parseDims(const std::string& text, const std::string& spec) {
-  std::vector<int64_t> dims;
-  if (text.empty()) return dims;  // "NAME:" is a scalar
-  size_t start = 0;
-  while (true) {
-    size_t end = text.find('x', start);
-    std::string token = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (token.empty() || token.size() > 12 || !std::all_of(token.begin(), token.end(), [](unsigned char c) { return std::isdigit(c); }))
-      usage("--shapes '" + spec + "': '" + token + "' is not a dimension; write dims as 1x3x224x224");
-    dims.push_back(std::stoll(token));
-    if (end == std::string::npos) return dims;
-    start = end + 1;
-  }
-}
-
-using ShapeMap = std::map<std::string, std::vector<int64_t>>;
-
 ShapeMap parseShapes(const Network& net, const std::vector<std::string>& specs) {
-  ShapeMap shapes;
-  for (const auto& joinedSpecs : specs) {
-    std::stringstream pieces(joinedSpecs);
-    std::string spec;
-    while (std::getline(pieces, spec, ',')) {
-      if (spec.empty()) continue;
-      size_t colon = spec.rfind(':');  // names may contain ':' (e.g. "input:0"), dims never do
-      if (colon == std::string::npos || colon == 0)
-        usage("--shapes '" + spec + "' must look like NAME:1x3x224x224");
-      std::string name = spec.substr(0, colon);
-      requireModelInput(net, name, "--shapes");
-      if (!shapes.emplace(name, parseDims(spec.substr(colon + 1), spec)).second)
-        usage("--shapes gives input '" + name + "' twice");
-    }
-  }
+  ShapeMap shapes = parseShapeList(specs, "--shapes");
+  for (const auto& [name, dims] : shapes) requireModelInput(net, name, "--shapes");
   return shapes;
 }
 

@@ -2,6 +2,7 @@
 // Builds an optimised engine (a serialized plan) from a Network.
 #include <kiln/build_report.h>
 #include <kiln/builder_config.h>
+#include <kiln/file_io.h>
 #include <kiln/logger.h>
 #include <kiln/network.h>
 
@@ -41,9 +42,5 @@ class Builder {
   Logger& logger_;
 };
 
-// Writes bytes to `path` atomically (temporary file + rename): a failed or cancelled write leaves
-// no file behind.
-void writeFileAtomically(const std::string& path, const std::vector<uint8_t>& bytes);
-std::vector<uint8_t> readFileBytes(const std::string& path);
 
 }  // namespace kiln

@@ -2,6 +2,7 @@
 // NumPy .npy files (format versions 1.0-3.0): the exchange format of `kiln run` inputs and outputs.
 // Numeric dtypes and bool, C order only. float16 maps to numpy '<f2'; bfloat16 and fp8 have no
 // numpy dtype and are rejected (convert them to float32 first).
+#include <kiln/file_io.h>
 #include <kiln/host_tensor.h>
 
 #include <string>
@@ -21,8 +22,5 @@ HostTensor readNpyFile(const std::string& path);
 // Writes atomically: a reader never sees a half-written file.
 void writeNpyFile(const HostTensor& tensor, const std::string& path);
 
-// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so the file
-// is either absent or complete. Throws kiln::Error(kIoError) naming the path.
-void writeFileAtomically(const std::string& path, std::string_view bytes);
 
 }  // namespace kiln

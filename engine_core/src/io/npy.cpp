@@ -257,19 +257,4 @@ HostTensor readNpyFile(const std::string& path) { return parseNpy(readWholeFile(
 
 void writeNpyFile(const HostTensor& tensor, const std::string& path) { writeFileAtomically(path, serializeNpy(tensor)); }
 
-void writeFileAtomically(const std::string& path, std::string_view bytes) {
-  std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  bool written = false;
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    written = out && out.write(bytes.data(), std::streamsize(bytes.size())) && out.flush();
-  }
-  std::error_code ec;
-  if (written) std::filesystem::rename(temporary, path, ec);
-  if (!written || ec) {
-    std::filesystem::remove(temporary, ec);
-    throw Error(ErrorCode::kIoError, "cannot write '" + path + "'; check that its folder exists and is writable");
-  }
-}
-
 }  // namespace kiln

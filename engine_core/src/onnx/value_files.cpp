@@ -1,5 +1,6 @@
 // Reading and writing single values as protobuf files (the format of ONNX's test data sets).
 #include <kiln/error.h>
+#include <kiln/file_io.h>
 #include <kiln/onnx_importer.h>
 
 #include "tensor_proto.h"
@@ -9,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace kiln {
 namespace {
@@ -71,19 +71,7 @@ Value readValueProtoFile(const std::string& path, ValueKind kind) {
 }
 
 void writeTensorProtoFile(const HostTensor& tensor, const std::string& path, const std::string& name) {
-  auto proto = onnx_import::tensorToProto(tensor, name);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !proto.SerializeToOstream(&out))
-      throw Error(ErrorCode::kIoError, "cannot write '" + path + "'");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(ErrorCode::kIoError, "cannot write '" + path + "'");
-  }
+  writeFileAtomically(path, onnx_import::tensorToProto(tensor, name).SerializeAsString());
 }
 
 }  // namespace kiln
