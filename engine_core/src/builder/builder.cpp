@@ -138,7 +138,6 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
     progress.report("tactics", 0.35 + 0.45 * double(i) / double(std::max<size_t>(1, network->layers().size())), l.name);
     decisions[i].tactic = selector.select(*network, l, decisions[i].precision, optShapes).tactic;
   }
-  cache.save();
 
   progress.report("memory", 0.85);
   auto maxShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kMax));
@@ -178,7 +177,8 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   description.report = report;
   BuildResult result{writePlan(description), std::move(report)};
-  progress.report("done", 1.0);
+  progress.report("done", 1.0);  // the last chance to cancel: nothing is written before it
+  cache.save();
   return result;
 }
 
