@@ -19,7 +19,7 @@ if [[ -z "$fuzzer" ]]; then
   clang++ -fsanitize=fuzzer,address "$probe/probe.cpp" -o "$probe/probe" 2>/dev/null ||
     skip "clang++ cannot link libFuzzer (-fsanitize=fuzzer); install the clang runtime (libclang-rt-dev)"
   cd "$root"
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=1
   log="$probe/configure.log"
   cmake --preset fuzz >"$log" 2>&1 || { cat "$log"; echo "configuring the fuzz preset failed"; exit 1; }
   cmake --build --preset fuzz --target onnx_importer_fuzzer
