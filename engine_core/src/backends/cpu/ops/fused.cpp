@@ -42,6 +42,11 @@ const float* float32Input(const KernelContext& ctx, size_t i, int64_t expectedCo
   return t.data<float>();
 }
 
+bool overlaps(const HostTensor& a, const HostTensor& b) {
+  const char *aBegin = static_cast<const char*>(a.rawData()), *bBegin = static_cast<const char*>(b.rawData());
+  return a.byteSize() && b.byteSize() && aBegin < bBegin + b.byteSize() && bBegin < aBegin + a.byteSize();
+}
+
 // Runs the base op on inputs [0, baseInputs) with the base op's registered kernel.
 HostTensor runBase(KernelContext& ctx, size_t baseInputs) {
   Layer base = fused::baseLayer(ctx.layer());
@@ -60,9 +65,10 @@ HostTensor runBase(KernelContext& ctx, size_t baseInputs) {
   (*kernel)(baseCtx);
   HostTensor out = baseCtx.outputs().at(0).tensor;
   if (out.dtype() != DataType::kFloat32) ctx.fail("fused epilogues run on float32 only");
-  // The epilogue writes in place; a base kernel may have returned a view of an input.
+  // The epilogue writes in place; a base kernel may have returned a view of an input. (Arena
+  // tensors all share one storage, so compare the bytes they cover.)
   for (size_t i = 0; i < ctx.inputCount(); ++i)
-    if (ctx.hasInput(i) && out.sharesStorageWith(ctx.input(i))) return out.clone();
+    if (ctx.hasInput(i) && overlaps(out, ctx.input(i))) return out.clone();
   return out;
 }
 
