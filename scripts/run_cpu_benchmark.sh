@@ -3,22 +3,24 @@
 # generates the models into the build dir, installs onnxruntime-node into build/bench-node (npm,
 # --ignore-scripts), times both on the same inputs and prints the table.
 #
-#   scripts/run_cpu_benchmark.sh [--runs N] [--warmup N] [--threads N] [--profile TOP] [MODEL...]
+#   scripts/run_cpu_benchmark.sh [--rounds N] [--runs N] [--warmup N] [--threads N] [--profile TOP] [MODEL...]
 #
-# Models: resnet18 bert_tiny (default: both). Both runtimes get the same thread count (default 2).
+# Models: resnet18 bert_tiny (default: both). Both runtimes get the same thread count (default 2);
+# each round times ONNX Runtime, then Kiln (default 3 rounds of 30 runs after 5 warm-up runs).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-runs=30 warmup=5 threads=2 profile=0
+rounds=3 runs=30 warmup=5 threads=2 profile=0
 models=()
 while (($#)); do
   case "$1" in
+    --rounds) rounds="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --profile) profile="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     -*) echo "run_cpu_benchmark.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -48,10 +50,7 @@ bench_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS="$t
            KILN_NUM_THREADS="$threads" NODE_PATH="$node_dir/node_modules")
 
 echo "load before: $(uptime)"
-for model in "${models[@]}"; do
-  "${bench_env[@]}" node tests/benchmarks/ort_bench.js "$models_dir" "$model" \
-      --runs "$runs" --warmup "$warmup" --threads "$threads"
-done
-"${bench_env[@]}" "$build_dir/tests/benchmarks/kiln_cpu_benchmark" --dir "$models_dir" --runs "$runs" \
-    --warmup "$warmup" --threads "$threads" --profile "$profile" "${models[@]}"
+"${bench_env[@]}" "$build_dir/tests/benchmarks/kiln_cpu_benchmark" --dir "$models_dir" \
+    --ort-script tests/benchmarks/ort_bench.js --rounds "$rounds" --runs "$runs" --warmup "$warmup" \
+    --threads "$threads" --profile "$profile" "${models[@]}"
 echo "load after: $(uptime)"
