@@ -1,14 +1,17 @@
 #include "conv.h"
 
 #include "../common/parallel.h"
+#include "../common/single_threaded_blas.h"
+#include "../fused/epilogue.h"
 #include "im2col.h"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
-#include <memory>
+#include <type_traits>
 #include <vector>
 
 namespace kiln::kernels {
@@ -16,23 +19,6 @@ namespace {
 
 // GEMMs with less work than this are not worth splitting across threads.
 constexpr int64_t kSplitGemmWork = 65536 * 4;
-
-// Keeps OpenBLAS single-threaded while alive. Kiln's pool splits the work itself, so OpenBLAS's own threads never busy-wait on the cores the
-// pool needs (im2col, the next layer) between GEMMs.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() : saved_(openblas_get_num_threads()) {
-    if (saved_ != 1) openblas_set_num_threads(1);
-  }
-  ~SingleThreadedBlas() {
-    if (saved_ != 1) openblas_set_num_threads(saved_);
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int saved_;
-};
 
 // C[m, n] = op(A) B + beta C, row-major with leading dimensions; op(A) = A[m, k], or A stored as
 // [k, m] when transA.
@@ -61,14 +47,22 @@ void gemm(bool, int64_t m, int64_t n, int64_t k, const int32_t* a, int64_t lda, 
   }
 }
 
+// Called with each finished block [row, row + rows) x [column, column + columns) of a GEMM's C.
+using BlockDone = std::function<void(int64_t row, int64_t rows, int64_t column, int64_t columns)>;
+
 // C[m, n] = op(A) B + beta C on all pool threads: wide outputs are split into column blocks (each
 // thread reads all of A and its own slice of B), narrow ones into row blocks. Inside a parallel
-// region it runs on the calling thread.
+// region it runs on the calling thread. `done` (may be empty) sees each block while it is in cache.
 template <class T>
-void parallelGemm(bool transA, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta) {
+void parallelGemm(bool transA, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta,
+                  const BlockDone& done = {}) {
   const int64_t lda = transA ? m : k;
   const int64_t threads = cpuThreadCount();
-  if (threads <= 1 || m * n * k <= kSplitGemmWork) return gemm(transA, m, n, k, a, lda, b, n, c, n, beta);
+  if (threads <= 1 || m * n * k <= kSplitGemmWork) {
+    gemm(transA, m, n, k, a, lda, b, n, c, n, beta);
+    if (done) done(0, m, 0, n);
+    return;
+  }
   const bool byColumns = n >= 64 * threads;
   const int64_t extent = byColumns ? n : m;
   const int64_t align = byColumns ? 16 : 4;  // keep blocks a multiple of the BLAS micro-tile
@@ -76,17 +70,15 @@ void parallelGemm(bool transA, int64_t m, int64_t n, int64_t k, const T* a, cons
   parallelFor((extent + block - 1) / block, 1, [&](int64_t first, int64_t last) {
     for (int64_t part = first; part < last; ++part) {
       const int64_t begin = part * block, size = std::min(extent, begin + block) - begin;
-      if (byColumns)
+      if (byColumns) {
         gemm(transA, m, size, k, a, lda, b + begin, n, c + begin, n, beta);
-      else
+        if (done) done(0, m, begin, size);
+      } else {
         gemm(transA, size, n, k, transA ? a + begin : a + begin * lda, lda, b, n, c + begin * n, n, beta);
+        if (done) done(begin, size, 0, n);
+      }
     }
   });
-}
-
-template <class T>
-std::unique_ptr<T[]> uninitialized(int64_t count) {
-  return std::unique_ptr<T[]>(new T[size_t(std::max<int64_t>(count, 1))]);
 }
 
 // Y[n, m, :] = bias[m] (or 0): the GEMMs then accumulate into Y.
@@ -149,34 +141,62 @@ void depthwise(const ConvShape& s, const T* x, const T* w, T* y) {
   });
 }
 
-// im2col + GEMM per (batch item, group). With enough tasks (or small ones) each thread takes whole
-// tasks; otherwise the tasks run one after another, each GEMM split across the threads.
+// A per-thread buffer for im2col columns, kept between calls: a fresh multi-megabyte allocation
+// each run would be page-faulted in again every time.
 template <class T>
-void gemmConvolution(const ConvShape& s, const T* x, const T* w, T* y) {
+T* columnScratch(int64_t count) {
+  thread_local std::vector<T> scratch;
+  if (scratch.size() < size_t(count)) scratch.resize(size_t(count));
+  return scratch.data();
+}
+
+// im2col + GEMM per (batch item, group): Y = W X_columns + beta Y. With enough tasks (or small
+// ones) each thread takes whole tasks; otherwise the tasks run one after another, each GEMM split
+// across the threads. `done(first, rows, columns)` (may be empty) sees each finished block of Y:
+// `rows` rows of `columns` elements each, the first at Y + first, rows one output plane apart.
+template <class T>
+void gemmConvolution(const ConvShape& s, const T* x, const T* w, T* y, T beta,
+                     const std::function<void(int64_t first, int64_t rows, int64_t columns)>& done = {}) {
   const SpatialWindow& win = s.window;
   const int64_t cPerGroup = s.inChannels / s.group, mPerGroup = s.outChannels / s.group;
   const int64_t rows = cPerGroup * win.kernelSize(), outSize = win.outSize();
   const bool pointwise = win.isPointwise();
-  auto runTask = [&](int64_t task, T* columns) {
+  const int64_t columnsSize = pointwise ? 0 : rows * outSize;
+  auto runTask = [&](int64_t task) {
     int64_t n = task / s.group, g = task % s.group;
     const T* image = x + (n * s.inChannels + g * cPerGroup) * win.inSize();
     if (!pointwise) {
+      T* columns = columnScratch<T>(columnsSize);
       im2col(win, cPerGroup, image, columns);
       image = columns;
     }
-    parallelGemm(false, mPerGroup, outSize, rows, w + g * mPerGroup * rows, image,
-                 y + (n * s.outChannels + g * mPerGroup) * outSize, T(1));
+    const int64_t outFirst = (n * s.outChannels + g * mPerGroup) * outSize;
+    BlockDone blockDone;
+    if (done)
+      blockDone = [&](int64_t row, int64_t rowCount, int64_t column, int64_t columnCount) {
+        done(outFirst + row * outSize + column, rowCount, columnCount);
+      };
+    parallelGemm(false, mPerGroup, outSize, rows, w + g * mPerGroup * rows, image, y + outFirst, beta, blockDone);
   };
   const int64_t tasks = s.batch * s.group;
-  const int64_t columnsSize = pointwise ? 0 : rows * outSize;
   if (tasks >= cpuThreadCount() || (tasks > 1 && mPerGroup * outSize * rows <= kSplitGemmWork)) {
     parallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
-      auto columns = uninitialized<T>(columnsSize);
-      for (int64_t t = begin; t < end; ++t) runTask(t, columns.get());
+      for (int64_t t = begin; t < end; ++t) runTask(t);
     });
   } else {
-    auto columns = uninitialized<T>(columnsSize);
-    for (int64_t t = 0; t < tasks; ++t) runTask(t, columns.get());
+    for (int64_t t = 0; t < tasks; ++t) runTask(t);
+  }
+}
+
+// Y filled with the bias, then the convolution added onto it.
+template <class T>
+void convolutionOntoBias(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
+  fillWithBias(s.batch, s.outChannels, s.window.outSize(), bias, y);
+  if (isDepthwise(s)) {
+    depthwise(s, x, w, y);
+  } else {
+    SingleThreadedBlas blasGuard;
+    gemmConvolution(s, x, w, y, T(1));
   }
 }
 
@@ -184,18 +204,33 @@ void gemmConvolution(const ConvShape& s, const T* x, const T* w, T* y) {
 
 template <class T>
 void convolution(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
-  fillWithBias(s.batch, s.outChannels, s.window.outSize(), bias, y);
+  if constexpr (std::is_same_v<T, float>) convolution(s, x, w, bias, Epilogue{}, y);
+  else convolutionOntoBias(s, x, w, bias, y);
+}
+
+void convolution(const ConvShape& s, const float* x, const float* w, const float* bias, const Epilogue& epilogue,
+                 float* y) {
+  const int64_t outSize = s.window.outSize();
   if (isDepthwise(s)) {
-    depthwise(s, x, w, y);
-  } else {
-    SingleThreadedBlas blasGuard;
-    gemmConvolution(s, x, w, y);
+    convolutionOntoBias(s, x, w, bias, y);
+    return applyEpilogue(y, s.batch * s.outChannels * outSize, epilogue);
   }
+  // The bias joins the epilogue, so the GEMMs write Y (beta 0) instead of adding to a filled one.
+  Epilogue withBias = epilogue;
+  if (bias) {
+    withBias.bias = bias;
+    withBias.biasLength = s.outChannels;
+    withBias.biasInner = outSize;
+  }
+  SingleThreadedBlas blasGuard;
+  if (withBias.isIdentity()) return gemmConvolution(s, x, w, y, 0.0f);
+  gemmConvolution(s, x, w, y, 0.0f, [&](int64_t first, int64_t rows, int64_t columns) {
+    for (int64_t r = 0; r < rows; ++r) applyEpilogueSpan(y, first + r * outSize, columns, withBias);
+  });
 }
 
 void convolutionInt32(const ConvShape& s, const int32_t* x, const int32_t* w, int32_t* y) {
-  fillWithBias<int32_t>(s.batch, s.outChannels, s.window.outSize(), nullptr, y);
-  gemmConvolution(s, x, w, y);
+  gemmConvolution(s, x, w, y, 0);
 }
 
 template <class T>
@@ -204,14 +239,14 @@ void convTranspose(const ConvShape& s, const T* x, const T* w, const T* bias, T*
   const int64_t cPerGroup = s.inChannels / s.group, mPerGroup = s.outChannels / s.group;
   const int64_t rows = mPerGroup * win.kernelSize(), xSize = win.outSize(), ySize = win.inSize();
   fillWithBias(s.batch, s.outChannels, ySize, bias, y);
-  auto columns = uninitialized<T>(rows * xSize);
+  T* columns = columnScratch<T>(rows * xSize);
   SingleThreadedBlas blasGuard;
   for (int64_t n = 0; n < s.batch; ++n) {
     for (int64_t g = 0; g < s.group; ++g) {
       // columns[M/g * K, xSize] = W_g^T X_g, then scattered back onto the output image.
       parallelGemm(true, rows, xSize, cPerGroup, w + g * cPerGroup * rows,
-                   x + (n * s.inChannels + g * cPerGroup) * xSize, columns.get(), T(0));
-      col2imAdd(win, mPerGroup, columns.get(), y + (n * s.outChannels + g * mPerGroup) * ySize);
+                   x + (n * s.inChannels + g * cPerGroup) * xSize, columns, T(0));
+      col2imAdd(win, mPerGroup, columns, y + (n * s.outChannels + g * mPerGroup) * ySize);
     }
   }
 }

@@ -3,6 +3,8 @@
 // pointwise convolutions, direct loops for depthwise ones); integer convolutions accumulate in int32.
 #include "spatial_window.h"
 
+#include "../fused/epilogue.h"
+
 #include <cstdint>
 
 namespace kiln::kernels {
@@ -18,6 +20,11 @@ struct ConvShape {
 // Y[N, M, out] = X[N, C, in] (*) W[M, C/group, kernel] + bias[M]; bias may be null.
 template <class T>
 void convolution(const ConvShape& shape, const T* x, const T* w, const T* bias, T* y);
+
+// The same for float with a fused epilogue (activation / residual), applied to each block of Y as
+// soon as its GEMM finishes, while the block is still in cache.
+void convolution(const ConvShape& shape, const float* x, const float* w, const float* bias,
+                 const Epilogue& epilogue, float* y);
 
 // The same in exact integer arithmetic; X and W already have their zero points subtracted.
 void convolutionInt32(const ConvShape& shape, const int32_t* x, const int32_t* w, int32_t* y);

@@ -1,6 +1,8 @@
 #pragma once
-// The epilogue of a fused Conv / MatMul, applied in place over its output in one pass:
+// The epilogue of a fused Conv / MatMul, applied in place over its output:
 //   y = act(y + bias + residual)   or   y = act(y + bias) + residual
+// Either in one pass over the whole output (applyEpilogue), or span by span from inside the
+// producing kernel while its output block is still in cache (applyEpilogueSpan).
 #include <cstdint>
 
 namespace kiln::kernels {
@@ -15,8 +17,15 @@ struct Epilogue {
   int64_t biasLength = 1, biasInner = 1;
   const float* residual = nullptr;  // same element count as the output
   bool residualBeforeActivation = true;
+
+  bool isIdentity() const { return activation == Activation::kNone && !bias && !residual; }
 };
 
+// The whole output, data[0, count), on the thread pool.
 void applyEpilogue(float* data, int64_t count, const Epilogue& epilogue);
+
+// Elements [first, first + count) of the output that starts at `output` (bias and residual are
+// indexed by the element's position in the whole output), on the calling thread.
+void applyEpilogueSpan(float* output, int64_t first, int64_t count, const Epilogue& epilogue);
 
 }  // namespace kiln::kernels

@@ -2,6 +2,7 @@
 
 #include <kernels/cpu/common/numeric_types.h>
 #include <kernels/cpu/common/parallel.h>
+#include <kernels/cpu/common/single_threaded_blas.h>
 
 #include <cblas.h>
 
@@ -68,24 +69,6 @@ void gemmLoop(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float a
     }
   });
 }
-
-// OpenBLAS's own threads would compete with the kernel thread pool (and spin after each call), so
-// BLAS products run single-threaded inside parallelFor tiles. The previous setting comes back
-// afterwards for other callers of OpenBLAS.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() : previous_(openblas_get_num_threads()) {
-    if (previous_ != 1) openblas_set_num_threads(1);
-  }
-  ~SingleThreadedBlas() {
-    if (previous_ != 1) openblas_set_num_threads(previous_);
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int previous_;
-};
 
 template <class T>
 void blasGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda,

@@ -26,18 +26,34 @@ inline T narrow(Acc<T> v) {
 
 int64_t rowGrain(int64_t rowSize) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rowSize)); }
 
+// Sum of f(x[i * stride]) for i < n in double, over eight independent accumulators: a single
+// chain would wait on the add latency at every element.
+template <class T, class F>
+double sumOf(const T* x, int64_t n, int64_t stride, F f) {
+  double partial[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int64_t k = 0; k < 8; ++k) partial[k] += f(double(widen(x[(i + k) * stride])));
+  double total = 0;
+  for (; i < n; ++i) total += f(double(widen(x[i * stride])));
+  for (double p : partial) total += p;
+  return total;
+}
+
 // Mean and biased variance of n values at x[0], x[stride], ... (two passes: stable for large means).
 template <class T>
 void moments(const T* x, int64_t n, int64_t stride, double& mean, double& variance) {
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += widen(x[i * stride]);
-  mean = n ? sum / double(n) : 0.0;
-  double squares = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double d = double(widen(x[i * stride])) - mean;
-    squares += d * d;
+  if (n == 0) {
+    mean = variance = 0;
+    return;
   }
-  variance = n ? squares / double(n) : 0.0;
+  if (stride == 1) {  // the common case, spelled out so the loops vectorise
+    mean = sumOf(x, n, 1, [](double v) { return v; }) / double(n);
+    variance = sumOf(x, n, 1, [m = mean](double v) { return (v - m) * (v - m); }) / double(n);
+  } else {
+    mean = sumOf(x, n, stride, [](double v) { return v; }) / double(n);
+    variance = sumOf(x, n, stride, [m = mean](double v) { return (v - m) * (v - m); }) / double(n);
+  }
 }
 
 // y = x * a + b over n contiguous values.

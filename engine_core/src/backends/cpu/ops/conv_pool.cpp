@@ -13,18 +13,6 @@ namespace {
 
 std::vector<int64_t> spatialOf(const std::vector<int64_t>& dims) { return {dims.begin() + 2, dims.end()}; }
 
-// Conv / ConvInteger / QLinearConv geometry for X[N, C, in...] and W[M, C/group, k...].
-kernels::ConvShape forwardConvShape(const Layer& layer, const HostTensor& x, const HostTensor& w) {
-  WindowAttributes attrs = readWindowAttributes(layer, x.rank() - 2, spatialOf(w.dims()));
-  kernels::ConvShape shape;
-  shape.batch = x.dim(0);
-  shape.inChannels = x.dim(1);
-  shape.outChannels = w.dim(0);
-  shape.group = layer.attrInt("group", 1);
-  shape.window = makeSpatialWindow(layer, attrs, spatialOf(x.dims()));
-  return shape;
-}
-
 // ConvTranspose geometry: the window is the forward convolution from Y back to X.
 kernels::ConvShape transposeConvShape(const Layer& layer, const HostTensor& x, const HostTensor& w) {
   const size_t rank = x.rank() - 2, first = size_t(kernels::kMaxSpatialRank) - rank;

@@ -1,8 +1,22 @@
 #include "conv_pool_common.h"
 
+#include "../../../ops/conv_pool_window.h"
+
 #include <kernels/cpu/common/parallel.h>
 
 namespace kiln {
+
+kernels::ConvShape forwardConvShape(const Layer& layer, const HostTensor& x, const HostTensor& w) {
+  const std::vector<int64_t> kernelDims(w.dims().begin() + 2, w.dims().end());
+  WindowAttributes attrs = readWindowAttributes(layer, x.rank() - 2, kernelDims);
+  kernels::ConvShape shape;
+  shape.batch = x.dim(0);
+  shape.inChannels = x.dim(1);
+  shape.outChannels = w.dim(0);
+  shape.group = layer.attrInt("group", 1);
+  shape.window = makeSpatialWindow(layer, attrs, {x.dims().begin() + 2, x.dims().end()});
+  return shape;
+}
 
 void convertFloatInto(const HostTensor& t, HostTensor& out) {
   dispatchFloat(t.dtype(), [&](auto fromTag) {

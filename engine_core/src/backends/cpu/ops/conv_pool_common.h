@@ -4,6 +4,8 @@
 #include "../cpu_kernel.h"
 #include "../dispatch.h"
 
+#include <kernels/cpu/conv/conv.h>
+
 #include <type_traits>
 #include <vector>
 
@@ -14,6 +16,10 @@ namespace kiln {
 HostTensor convertFloatTensor(const HostTensor& t, DataType type);
 // Converts into an allocated tensor of the same shape.
 void convertFloatInto(const HostTensor& t, HostTensor& out);
+
+// Conv / ConvInteger / QLinearConv geometry for X[N, C, in...] and W[M, C/group, k...] (also used
+// by the fused convolution kernel).
+kernels::ConvShape forwardConvShape(const Layer& layer, const HostTensor& x, const HostTensor& w);
 
 // All values as float32 (per-channel parameters, rois, scales).
 std::vector<float> floatValues(const HostTensor& t);

@@ -1,5 +1,6 @@
-// CPU kernels for Kiln's fused ops (semantics: engine_core/src/ops/fused.cpp). FusedConv and
-// FusedMatMul run the base op's own CPU kernel, then the epilogue in one pass over its output;
+// CPU kernels for Kiln's fused ops (semantics: engine_core/src/ops/fused.cpp). A float32 FusedConv
+// over Conv applies its epilogue inside the convolution, block by block; other FusedConv and
+// FusedMatMul layers run the base op's own CPU kernel, then the epilogue in one pass over its output;
 // Pointwise runs its body; Attention has its own kernel (kernels/cpu/attention).
 #include <kernels/cpu/attention/attention.h>
 #include <kernels/cpu/fused/epilogue.h>
@@ -7,6 +8,7 @@
 #include "../../../ops/fused.h"
 #include "../../../ops/op_families.h"
 #include "../cpu_kernel.h"
+#include "conv_pool_common.h"
 
 #include <algorithm>
 #include <map>
@@ -40,6 +42,11 @@ const float* float32Input(const KernelContext& ctx, size_t i, int64_t expectedCo
   return t.data<float>();
 }
 
+bool overlaps(const HostTensor& a, const HostTensor& b) {
+  const char *aBegin = static_cast<const char*>(a.rawData()), *bBegin = static_cast<const char*>(b.rawData());
+  return a.byteSize() && b.byteSize() && aBegin < bBegin + b.byteSize() && bBegin < aBegin + a.byteSize();
+}
+
 // Runs the base op on inputs [0, baseInputs) with the base op's registered kernel.
 HostTensor runBase(KernelContext& ctx, size_t baseInputs) {
   Layer base = fused::baseLayer(ctx.layer());
@@ -51,12 +58,17 @@ HostTensor runBase(KernelContext& ctx, size_t baseInputs) {
   for (size_t i = 0; i < base.inputs.size(); ++i) inputs.push_back(ctx.hasInput(i) ? &ctx.inputValue(i) : nullptr);
   KernelContext baseCtx(base, std::move(inputs), {ctx.inferredOutput(0)},
                         [&](const Network& g, const std::vector<Value>& in) { return ctx.runSubgraph(g, in); });
+  // The base op writes straight into the fused layer's planned output buffer.
+  baseCtx.setOutputAllocator([&](size_t i, DataType dtype, const std::vector<int64_t>& dims) {
+    return i == 0 ? ctx.allocateOutput(0, dtype, dims) : HostTensor();
+  });
   (*kernel)(baseCtx);
   HostTensor out = baseCtx.outputs().at(0).tensor;
   if (out.dtype() != DataType::kFloat32) ctx.fail("fused epilogues run on float32 only");
-  // The epilogue writes in place; a base kernel may have returned a view of an input.
+  // The epilogue writes in place; a base kernel may have returned a view of an input. (Arena
+  // tensors all share one storage, so compare the bytes they cover.)
   for (size_t i = 0; i < ctx.inputCount(); ++i)
-    if (ctx.hasInput(i) && out.sharesStorageWith(ctx.input(i))) return out.clone();
+    if (ctx.hasInput(i) && overlaps(out, ctx.input(i))) return out.clone();
   return out;
 }
 
@@ -76,11 +88,27 @@ kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out) 
   return e;
 }
 
+bool allFloat32(const KernelContext& ctx, size_t inputs) {
+  for (size_t i = 0; i < inputs; ++i)
+    if (ctx.hasInput(i) && ctx.input(i).dtype() != DataType::kFloat32) return false;
+  return true;
+}
+
 void fusedConv(KernelContext& ctx) {
-  HostTensor out = runBase(ctx, 3);  // the bias is the base op's B
+  const Layer base = fused::baseLayer(ctx.layer());
+  if (base.opType != "Conv" || !allFloat32(ctx, 3) || ctx.inferredOutput(0).dtype != DataType::kFloat32) {
+    HostTensor out = runBase(ctx, 3);  // the bias is the base op's B
+    kernels::Epilogue e = readEpilogue(ctx, out);
+    kernels::applyEpilogue(out.data<float>(), out.elementCount(), e);
+    return ctx.setOutput(0, std::move(out));
+  }
+  // Float32 Conv: the epilogue runs inside the convolution, on each output block as it is made.
+  const HostTensor &x = ctx.input(0), &w = ctx.input(1);
+  kernels::ConvShape shape = forwardConvShape(base, x, w);
+  const float* bias = ctx.hasInput(2) ? float32Input(ctx, 2, shape.outChannels, "the bias") : nullptr;
+  HostTensor& out = ctx.allocateOutput(0);
   kernels::Epilogue e = readEpilogue(ctx, out);
-  kernels::applyEpilogue(out.data<float>(), out.elementCount(), e);
-  ctx.setOutput(0, std::move(out));
+  kernels::convolution(shape, x.data<float>(), w.data<float>(), bias, e, out.data<float>());
 }
 
 void fusedMatMul(KernelContext& ctx) {
