@@ -53,7 +53,8 @@ HostTensor readNpyFile(const std::string& path) {
   const DataType dtype = dataTypeOf(headerField(header, "'descr':\\s*'([^']*)'", path), path);
   std::vector<int64_t> dims;
   const std::string shape = headerField(header, "'shape':\\s*\\(([^)]*)\\)", path);
-  for (std::sregex_iterator it(shape.begin(), shape.end(), std::regex("\\d+")), end; it != end; ++it)
+  const std::regex number("\\d+");
+  for (std::sregex_iterator it(shape.begin(), shape.end(), number), end; it != end; ++it)
     dims.push_back(std::stoll(it->str()));
 
   HostTensor tensor(dtype, dims);
