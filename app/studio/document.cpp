@@ -1,5 +1,6 @@
 #include "document.h"
 
+#include <kiln/builder.h>
 #include <kiln/error.h>
 #include <kiln/onnx_importer.h>
 
@@ -42,8 +43,20 @@ void Document::open(const QString& path) {
     path_ = path;
     network_ = std::move(result.network);
     warning_ = result.warning;
+    built_.reset();  // an engine belongs to the model it was built from
     emit loaded();
+    emit builtChanged();
   });
   emit loadStarted(path);
   watcher_->setFuture(QtConcurrent::run(&Document::load, path));
+}
+
+void Document::setBuilt(std::shared_ptr<const BuiltEngine> built) {
+  built_ = std::move(built);
+  emit builtChanged();
+}
+
+void Document::savePlan(const QString& path) const {
+  if (!built_) throw kiln::Error(kiln::ErrorCode::kInvalidArgument, "there is no engine to save; build one first");
+  kiln::writeFileAtomically(path.toStdString(), built_->plan);
 }

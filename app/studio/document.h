@@ -1,5 +1,8 @@
 #pragma once
-// The open model: its file, its Network (imported on a worker thread), and what went wrong.
+// The open model: its file, its Network (imported on a worker thread), what went wrong, and the
+// engine built from it (plan bytes, report, loaded engine).
+#include "engine_controller.h"
+
 #include <kiln/network.h>
 
 #include <QFutureWatcher>
@@ -20,10 +23,17 @@ class Document : public QObject {
   // Set when the model opened without full shape inference (ops Kiln does not know yet).
   const QString& warning() const { return warning_; }
 
+  // The engine last built from this model (nullptr before the first build).
+  const std::shared_ptr<const BuiltEngine>& built() const { return built_; }
+  void setBuilt(std::shared_ptr<const BuiltEngine> built);
+  // Writes the plan atomically (temporary file + rename); throws kiln::Error.
+  void savePlan(const QString& path) const;
+
  signals:
   void loadStarted(const QString& path);
   void loaded();
   void loadFailed(const QString& path, const QString& message);
+  void builtChanged();
 
  private:
   struct LoadResult {
@@ -36,5 +46,6 @@ class Document : public QObject {
   QString path_;
   std::shared_ptr<const kiln::Network> network_;
   QString warning_;
+  std::shared_ptr<const BuiltEngine> built_;
   std::unique_ptr<QFutureWatcher<LoadResult>> watcher_;
 };

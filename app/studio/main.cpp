@@ -1,7 +1,16 @@
 // kiln-studio [MODEL]                       opens MODEL (or, on first start, the bundled sample)
 // kiln-studio --screenshot FILE [MODEL]     loads and lays out MODEL, saves the window to FILE, exits
+//   --build PRECISION                        ... first builds an engine (fp32, fp16, bf16), profiles it and
+//                                            compares it with FP32
+//   --panel build|fusion|timing|accuracy     ... and shows that panel (fusion by default), the graph
+//                                            coloured by layer time (timing) or error (accuracy)
 #include "document.h"
+#include "engine_panels.h"
 #include "main_window.h"
+
+#include <build/build_panel.h>
+#include <fusion/engine_layer_model.h>
+#include <fusion/fusion_panel.h>
 
 #include <graph/graph_scene.h>
 #include <graph/graph_view.h>
@@ -14,6 +23,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <functional>
 
 namespace {
 
@@ -41,16 +51,61 @@ int firstWeightedLayer(const kiln::views::GraphStructure& structure) {
   return -1;
 }
 
-int takeScreenshot(QApplication& app, MainWindow& window, const QString& file, const QString& model) {
+// The engine layer with the most fused ONNX nodes: the fusion view's best example.
+int mostFusedLayer(const kiln::views::FusionPanel& fusion) {
+  const auto& layers = fusion.layerModel()->layers();
+  int best = -1;
+  for (size_t l = 0; l < layers.size(); ++l)
+    if (best < 0 || layers[l].origins.size() > layers[size_t(best)].origins.size()) best = int(l);
+  return best;
+}
+
+struct ScreenshotOptions {
+  QString file, model, buildPrecision, panel;
+};
+
+// Shows the engine panel the screenshot is about, once build, profile and comparison are done.
+void presentPanel(MainWindow& window, const QString& panel) {
+  EnginePanels& engine = *window.engine();
+  window.graphView()->fitGraph();
+  if (panel == "build") {
+    engine.raise(engine.buildDock());
+  } else if (panel == "timing") {
+    engine.raise(engine.timingDock());
+    engine.showHeatmap(EnginePanels::Heatmap::kTime);
+  } else if (panel == "accuracy") {
+    engine.raise(engine.accuracyDock());
+    engine.showHeatmap(EnginePanels::Heatmap::kError);
+  } else {
+    engine.raise(engine.fusionDock());
+    engine.fusionPanel()->selectLayer(mostFusedLayer(*engine.fusionPanel()));
+  }
+}
+
+// Builds, profiles and compares (each in the background, one after another), then calls `done`.
+void buildProfileAndCompare(MainWindow& window, const QString& precision, const std::function<void()>& done) {
+  EnginePanels& engine = *window.engine();
+  EngineController* controller = engine.controller();
+  engine.buildPanel()->setPrecisionAllowed(kiln::Precision::kFP16, precision == "fp16");
+  engine.buildPanel()->setPrecisionAllowed(kiln::Precision::kBF16, precision == "bf16");
+  QObject::connect(controller, &EngineController::buildFinished, &window, [&engine] { engine.startProfile(); },
+                   Qt::SingleShotConnection);
+  QObject::connect(controller, &EngineController::profileFinished, &window, [&engine] { engine.startComparison(); },
+                   Qt::SingleShotConnection);
+  QObject::connect(controller, &EngineController::comparisonFinished, &window, done, Qt::SingleShotConnection);
+  engine.startBuild();
+}
+
+int takeScreenshot(QApplication& app, MainWindow& window, const ScreenshotOptions& options) {
+  const QString& file = options.file;
+  const QString& model = options.model;
   int status = 1;
   auto fail = [&](const QString& message) {
     std::fprintf(stderr, "kiln-studio: %s\n", qPrintable(message));
     app.exit(1);
   };
-  auto save = [&] {
-    window.graphView()->fitGraph();
-    if (int node = firstWeightedLayer(window.scene()->structure()); node >= 0) window.scene()->revealNode(node);
-    QTimer::singleShot(300, &window, [&] {
+  auto grab = [&] {
+    QTimer::singleShot(600, &window, [&] {
       if (window.grab().save(file)) {
         status = 0;
         app.exit(0);
@@ -59,6 +114,21 @@ int takeScreenshot(QApplication& app, MainWindow& window, const QString& file, c
       }
     });
   };
+  auto save = [&] {
+    if (!options.buildPrecision.isEmpty()) {
+      buildProfileAndCompare(window, options.buildPrecision, [&] {
+        presentPanel(window, options.panel);
+        grab();
+      });
+      return;
+    }
+    window.graphView()->fitGraph();
+    if (int node = firstWeightedLayer(window.scene()->structure()); node >= 0) window.scene()->revealNode(node);
+    grab();
+  };
+  window.engine()->setDialogsEnabled(false);
+  QObject::connect(window.engine()->controller(), &EngineController::jobFailed, &window,
+                   [&](EngineController::Job, const QString& message) { fail(message); });
   QObject::connect(window.document(), &Document::loadFailed, &window,
                    [&](const QString&, const QString& message) { fail(QStringLiteral("could not open the model: ") + message); });
   QObject::connect(window.scene(), &kiln::views::GraphScene::layoutFailed, &window, fail);
@@ -93,6 +163,15 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription(QStringLiteral("Looks inside ONNX models and the engines Kiln builds from them."));
   parser.addHelpOption();
   parser.addVersionOption();
+  QCommandLineOption build(QStringLiteral("build"),
+                           QStringLiteral("With --screenshot: build an engine in PRECISION (fp32, fp16, bf16), profile "
+                                          "it and compare it with FP32 before the picture."),
+                           QStringLiteral("PRECISION"));
+  QCommandLineOption panel(QStringLiteral("panel"),
+                           QStringLiteral("With --build: the panel to show (build, fusion, timing, accuracy)."),
+                           QStringLiteral("PANEL"), QStringLiteral("fusion"));
+  parser.addOption(build);
+  parser.addOption(panel);
   QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                 QStringLiteral("Load and lay out MODEL, save the window to FILE (PNG) and exit."),
                                 QStringLiteral("FILE"));
@@ -102,7 +181,14 @@ int main(int argc, char** argv) {
   const QString model = parser.positionalArguments().value(0);
 
   MainWindow window;
-  if (parser.isSet(screenshot)) return takeScreenshot(app, window, parser.value(screenshot), model);
+  if (parser.isSet(screenshot)) {
+    const QString precision = parser.value(build);
+    if (!precision.isEmpty() && !QStringList{"fp32", "fp16", "bf16"}.contains(precision)) {
+      std::fprintf(stderr, "kiln-studio: --build takes fp32, fp16 or bf16, not %s\n", qPrintable(precision));
+      return 1;
+    }
+    return takeScreenshot(app, window, {parser.value(screenshot), model, precision, parser.value(panel)});
+  }
 
   window.show();
   QSettings settings;

@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "document.h"
+#include "engine_panels.h"
 
 #include <graph/graph_export.h>
 #include <graph/graph_scene.h>
@@ -39,7 +40,12 @@ constexpr int kStatusTimeoutMs = 8000;
 
 QIcon icon(const char* name) { return QIcon(QStringLiteral(":/icons/%1.svg").arg(QLatin1String(name))); }
 
-bool isModelFile(const QUrl& url) { return url.isLocalFile() && url.toLocalFile().endsWith(".onnx", Qt::CaseInsensitive); }
+bool isProfileFile(const QString& path) { return path.endsWith(".json", Qt::CaseInsensitive); }
+
+bool isOpenableFile(const QUrl& url) {
+  return url.isLocalFile() &&
+         (url.toLocalFile().endsWith(".onnx", Qt::CaseInsensitive) || isProfileFile(url.toLocalFile()));
+}
 
 }  // namespace
 
@@ -137,7 +143,11 @@ void MainWindow::createDocks() {
   searchDock->setObjectName(QStringLiteral("SearchDock"));
   searchDock->setWidget(searchPanel);
   addDockWidget(Qt::LeftDockWidgetArea, searchDock);
+  engine_ = new EnginePanels(this, document_, scene_);
+  tabifyDockWidget(searchDock, engine_->buildDock());
+  searchDock->raise();
   resizeDocks({searchDock, inspectorDock}, {240, 400}, Qt::Horizontal);
+  resizeDocks({engine_->fusionDock()}, {300}, Qt::Vertical);
   resizeDocks({inspectorDock, overviewDock}, {640, 220}, Qt::Vertical);
   connect(searchField_, &QLineEdit::textChanged, this, &MainWindow::runSearch);
   connect(searchField_, &QLineEdit::returnPressed, this, [this] {
@@ -193,7 +203,7 @@ void MainWindow::createActions() {
   for (QDockWidget* dock : findChildren<QDockWidget*>()) viewMenu_->addAction(dock->toggleViewAction());
 
   buildMenu_ = menuBar()->addMenu(tr("&Build"));
-  buildMenu_->menuAction()->setVisible(false);  // the build panel fills it
+  engine_->addActions(file, buildMenu_);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About Kiln Studio"), this, [this] {
@@ -224,10 +234,16 @@ void MainWindow::openModel(const QString& path) {
 
 void MainWindow::chooseAndOpen() {
   QSettings settings;
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open Model"), settings.value("files/lastDir").toString(),
-                                                    tr("ONNX models (*.onnx);;All files (*)"));
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open Model or Profile"), settings.value("files/lastDir").toString(),
+                                   tr("ONNX models (*.onnx);;Kiln profiles (*.json);;All files (*)"));
   if (path.isEmpty()) return;
   settings.setValue("files/lastDir", QFileInfo(path).absolutePath());
+  openFile(path);
+}
+
+void MainWindow::openFile(const QString& path) {
+  if (isProfileFile(path)) return engine_->openProfile(path);
   openModel(path);
 }
 
@@ -256,6 +272,7 @@ void MainWindow::onLoaded() {
   inspector_->clear();
   scene_->setNetwork(document_->network());
   searchResults_->setStructure(&scene_->structure());
+  engine_->modelLoaded();
   runSearch();
   exportAction_->setEnabled(true);
   updateInspector();
@@ -344,19 +361,21 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());
+  engine_->saveSettings();
+  engine_->shutdown();
   scene_->cancelLayout();
   event->accept();
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
   const auto urls = event->mimeData()->urls();
-  if (std::any_of(urls.begin(), urls.end(), isModelFile)) event->acceptProposedAction();
+  if (std::any_of(urls.begin(), urls.end(), isOpenableFile)) event->acceptProposedAction();
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
   for (const QUrl& url : event->mimeData()->urls()) {
-    if (!isModelFile(url)) continue;
-    openModel(url.toLocalFile());
+    if (!isOpenableFile(url)) continue;
+    openFile(url.toLocalFile());
     event->acceptProposedAction();
     return;
   }

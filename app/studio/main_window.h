@@ -1,6 +1,6 @@
 #pragma once
 // Kiln Studio's window: the graph in the middle, inspector / overview / search docks around it,
-// and room (dock areas, the Build menu) for the build, fusion, timing and accuracy panels to come.
+// the Build panel on the left and the Fusion / Timings / Accuracy panels below (EnginePanels).
 #include <QMainWindow>
 
 class QAction;
@@ -11,6 +11,7 @@ class QMenu;
 class QProgressBar;
 class QToolButton;
 class Document;
+class EnginePanels;
 
 namespace kiln::views {
 class GraphScene;
@@ -28,8 +29,10 @@ class MainWindow : public QMainWindow {
   Document* document() const { return document_; }
   kiln::views::GraphScene* scene() const { return scene_; }
   kiln::views::GraphView* graphView() const { return view_; }
-  // Later panels add their actions here and make the menu visible (hidden while empty).
   QMenu* buildMenu() const { return buildMenu_; }
+  EnginePanels* engine() const { return engine_; }
+  // Opens a model (.onnx) or a timing profile (.json).
+  void openFile(const QString& path);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -53,6 +56,7 @@ class MainWindow : public QMainWindow {
   void updateTitle();
 
   Document* document_;
+  EnginePanels* engine_;
   kiln::views::GraphScene* scene_;
   kiln::views::GraphView* view_;
   kiln::views::InspectorPanel* inspector_;

@@ -52,6 +52,25 @@ class ScreenshotTest : public QObject {
     QVERIFY2(share > 0.15, qPrintable(QStringLiteral("only %1 of the pixels differ from the background").arg(share)));
   }
 
+  // --build fp16 --panel timing: builds, profiles and compares the bundled sample, then shows the
+  // timings with the graph coloured by layer time. The PNG stays in the build folder.
+  void screenshotShowsTheEnginePanels() {
+    QTemporaryDir dir;
+    const QString picture = QDir(QCoreApplication::applicationDirPath()).filePath("studio_timings.png");
+    QFile::remove(picture);
+    QProcess studio;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert("QT_QPA_PLATFORM", "offscreen");
+    environment.insert("XDG_CONFIG_HOME", dir.filePath("config"));
+    studio.setProcessEnvironment(environment);
+    studio.start(KILN_STUDIO_EXECUTABLE, {"--screenshot", picture, KILN_SAMPLE_MODEL, "--build", "fp16", "--panel", "timing"});
+    QVERIFY(studio.waitForFinished(280'000));
+    QVERIFY2(studio.exitStatus() == QProcess::NormalExit && studio.exitCode() == 0,
+             studio.readAllStandardError().constData());
+    const QImage image(picture);
+    QVERIFY(!image.isNull() && image.width() >= 1200);
+  }
+
   void missingModelFailsWithMessage() {
     QProcess studio;
     QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();

@@ -12,6 +12,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace kiln::views {
@@ -63,6 +64,13 @@ void GraphScene::setNetwork(std::shared_ptr<const Network> network) {
   collapsed_ = defaultCollapsedGroups(structure_, kMaxInitialItems);
   pendingReveal_ = -1;
   keepSelectedNode_ = -1;
+  nodeByName_.clear();
+  for (size_t n = 0; n < structure_.nodes().size(); ++n)
+    if (structure_.nodes()[n].kind == NodeKind::kLayer) nodeByName_.emplace(structure_.nodes()[n].name, int(n));
+  heat_.clear();
+  heatmapTitle_.clear();
+  highlighted_.clear();
+  emit heatmapChanged();
   if (network_) startLayout();
 }
 
@@ -247,6 +255,7 @@ void GraphScene::applyLayout(LayoutOutcome outcome) {
   }
   setSceneRect(layout.bounds.adjusted(-kSceneMargin, -kSceneMargin, kSceneMargin, kSceneMargin));
   layoutMethod_ = QString::fromUtf8(layout.method);
+  decorateItems();
   blockSignals(false);
 
   const int reveal = pendingReveal_ >= 0 ? pendingReveal_ : keepSelectedNode_;
@@ -296,6 +305,45 @@ int GraphScene::selectedGroup() const {
     if (item->type() == NodeItem::Type && static_cast<NodeItem*>(item)->isGroup())
       return static_cast<NodeItem*>(item)->index();
   return -1;
+}
+
+int GraphScene::nodeNamed(const std::string& name) const {
+  const auto it = nodeByName_.find(name);
+  return it == nodeByName_.end() ? -1 : it->second;
+}
+
+void GraphScene::setHeatmap(const QString& title, std::map<int, NodeHeat> heat) {
+  heatmapTitle_ = heat.empty() ? QString() : title;
+  heat_ = std::move(heat);
+  decorateItems();
+  emit heatmapChanged();
+}
+
+void GraphScene::setHighlightedNodes(std::set<int> nodes) {
+  highlighted_ = std::move(nodes);
+  decorateItems();
+}
+
+void GraphScene::decorateItems() {
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  for (NodeItem* item : nodeItems_) {
+    if (!item->isGroup()) {
+      const auto heat = heat_.find(item->index());
+      const bool heated = heat != heat_.end();
+      item->setHeat(heated ? heat->second.fraction : none, heated ? heat->second.label : QString());
+      item->setDimmed(!heat_.empty() && !heated && structure_.nodes()[size_t(item->index())].kind == NodeKind::kLayer);
+      item->setHighlighted(highlighted_.count(item->index()) > 0);
+      continue;
+    }
+    // A collapsed group stands for its members: their hottest value, highlighted when any is.
+    const NodeHeat* hottest = nullptr;
+    for (const auto& [node, heat] : heat_)
+      if (structure_.isInGroup(node, item->index()) && (!hottest || heat.fraction > hottest->fraction)) hottest = &heat;
+    item->setHeat(hottest ? hottest->fraction : none, hottest ? hottest->label : QString());
+    item->setDimmed(!heat_.empty() && !hottest);
+    item->setHighlighted(std::any_of(highlighted_.begin(), highlighted_.end(),
+                                     [&](int node) { return structure_.isInGroup(node, item->index()); }));
+  }
 }
 
 void GraphScene::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {

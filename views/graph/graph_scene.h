@@ -9,7 +9,9 @@
 #include <QFutureWatcher>
 #include <QGraphicsScene>
 
+#include <map>
 #include <memory>
+#include <set>
 
 namespace kiln::views {
 
@@ -54,6 +56,24 @@ class GraphScene : public QGraphicsScene {
   int selectedNode() const;   // -1 when no layer/input/output is selected
   int selectedGroup() const;  // -1 when no collapsed group is selected
 
+  // Structure node of the layer named `name` (an ONNX node name), or -1.
+  int nodeNamed(const std::string& name) const;
+
+  // Colours nodes by a value (fraction in [0, 1] and a badge label), e.g. layer time or error;
+  // a collapsed group shows its hottest member. An empty map clears the heatmap.
+  struct NodeHeat {
+    double fraction = 0;
+    QString label;
+  };
+  void setHeatmap(const QString& title, std::map<int, NodeHeat> heat);
+  const QString& heatmapTitle() const { return heatmapTitle_; }
+  bool hasHeatmap() const { return !heat_.empty(); }
+  const std::map<int, NodeHeat>& heatmap() const { return heat_; }
+
+  // Outlines nodes (the ONNX nodes fused into the engine layer selected elsewhere).
+  void setHighlightedNodes(std::set<int> nodes);
+  const std::set<int>& highlightedNodes() const { return highlighted_; }
+
  signals:
   void layoutStarted(int itemCount);
   void layoutProgress(int percent, const QString& phase);
@@ -62,6 +82,7 @@ class GraphScene : public QGraphicsScene {
   void layoutCancelled();
   void selectionTargetChanged();
   void focusRequested(const QRectF& sceneRect);
+  void heatmapChanged();
 
  protected:
   void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) override;
@@ -79,6 +100,7 @@ class GraphScene : public QGraphicsScene {
   NodeContent contentForGroup(int group) const;
   QString edgeLabel(const VisibleGraph::Edge& edge) const;
   const Tensor* tensorOfEdge(int structureEdge) const;
+  void decorateItems();
 
   std::shared_ptr<const Network> network_;
   GraphStructure structure_;
@@ -94,6 +116,10 @@ class GraphScene : public QGraphicsScene {
   QString layoutMethod_;
   int pendingReveal_ = -1;
   int keepSelectedNode_ = -1;
+  std::map<std::string, int> nodeByName_;
+  QString heatmapTitle_;
+  std::map<int, NodeHeat> heat_;
+  std::set<int> highlighted_;
 };
 
 }  // namespace kiln::views

@@ -3,7 +3,10 @@
 #include "graph/graph_scene.h"
 #include "graph/node_item.h"
 
+#include "common/heat_scale.h"
+
 #include <QMouseEvent>
+#include <QPainter>
 #include <QScrollBar>
 #include <QWheelEvent>
 
@@ -29,6 +32,33 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent) : QGraphicsView(scene, 
   setOptimizationFlags(QGraphicsView::DontSavePainterState);
   setFrameShape(QFrame::NoFrame);
   connect(scene, &GraphScene::focusRequested, this, &GraphView::focusOn);
+  connect(scene, &GraphScene::heatmapChanged, viewport(), qOverload<>(&QWidget::update));
+}
+
+void GraphView::drawForeground(QPainter* painter, const QRectF&) {
+  const auto* graph = static_cast<const GraphScene*>(scene());
+  if (!graph || !graph->hasHeatmap()) return;
+  painter->save();
+  painter->resetTransform();
+  painter->setRenderHint(QPainter::Antialiasing);
+  const QRectF panel(12, viewport()->height() - 62, 230, 50);
+  painter->setPen(QPen(QColor(0xD1, 0xD5, 0xDB), 1));
+  painter->setBrush(QColor(255, 255, 255, 235));
+  painter->drawRoundedRect(panel, 6, 6);
+  QFont font = graph_style::textFont();
+  font.setBold(true);
+  painter->setFont(font);
+  painter->setPen(QColor(0x1F, 0x29, 0x37));
+  painter->drawText(panel.adjusted(10, 4, -10, 0), Qt::AlignLeft | Qt::AlignTop, graph->heatmapTitle());
+  const QRectF bar(panel.left() + 10, panel.top() + 22, panel.width() - 20, 10);
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(heatGradient(bar.topLeft(), bar.topRight()));
+  painter->drawRoundedRect(bar, 3, 3);
+  painter->setFont(graph_style::labelFont());
+  painter->setPen(QColor(0x6B, 0x72, 0x80));
+  painter->drawText(QRectF(bar.left(), bar.bottom() + 1, bar.width(), 14), Qt::AlignLeft, tr("low"));
+  painter->drawText(QRectF(bar.left(), bar.bottom() + 1, bar.width(), 14), Qt::AlignRight, tr("high"));
+  painter->restore();
 }
 
 double GraphView::zoom() const { return transform().m11(); }

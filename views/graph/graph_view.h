@@ -23,6 +23,8 @@ class GraphView : public QGraphicsView {
   void visibleAreaChanged();
 
  protected:
+  // The heatmap's legend, pinned to the bottom-left corner of the view.
+  void drawForeground(QPainter* painter, const QRectF& rect) override;
   void wheelEvent(QWheelEvent* event) override;
   void scrollContentsBy(int dx, int dy) override;
   void resizeEvent(QResizeEvent* event) override;

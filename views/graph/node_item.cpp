@@ -1,11 +1,15 @@
 #include "graph/node_item.h"
 
+#include "common/heat_scale.h"
+
 #include <QFontMetricsF>
 #include <QPainter>
 #include <QPainterPath>
 #include <QStyleOptionGraphicsItem>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace kiln::views {
 
@@ -29,6 +33,7 @@ QFont labelFont() {
 QColor background() { return QColor(0xF6, 0xF7, 0xF9); }
 QColor edgeColor() { return QColor(0x8A, 0x93, 0xA0); }
 QColor selectionColor() { return QColor(0xF2, 0x9D, 0x1E); }
+QColor highlightColor() { return QColor(0x0E, 0x9F, 0xD8); }
 }  // namespace graph_style
 
 namespace {
@@ -103,22 +108,41 @@ void drawElided(QPainter* painter, const QRectF& rect, const QString& text, Qt::
 }  // namespace
 
 NodeItem::NodeItem(NodeContent content, int index, bool isGroup)
-    : content_(std::move(content)), index_(index), isGroup_(isGroup), size_(measure(content_)) {
+    : content_(std::move(content)),
+      index_(index),
+      isGroup_(isGroup),
+      size_(measure(content_)),
+      heat_(std::numeric_limits<double>::quiet_NaN()) {
   setFlag(ItemIsSelectable);
   setZValue(2);
   setToolTip(content_.subtitle.isEmpty() ? content_.title : content_.title + QChar('\n') + content_.subtitle);
 }
 
+void NodeItem::setHeat(double fraction, const QString& label) {
+  heat_ = fraction;
+  heatLabel_ = label;
+  update();
+}
+
+void NodeItem::setDimmed(bool dimmed) { setOpacity(dimmed ? 0.4 : 1.0); }
+
+void NodeItem::setHighlighted(bool highlighted) {
+  if (highlighted_ == highlighted) return;
+  highlighted_ = highlighted;
+  update();
+}
+
 QRectF NodeItem::boundingRect() const {
-  // Pad for the selection outline.
-  return QRectF(-size_.width() / 2 - 2, -size_.height() / 2 - 2, size_.width() + 4, size_.height() + 4);
+  // Pad for the selection and highlight outlines and the heat badge, which sits on the top edge.
+  return QRectF(-size_.width() / 2 - 4, -size_.height() / 2 - 10, size_.width() + 8, size_.height() + 14);
 }
 
 void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
   const QRectF box(-size_.width() / 2, -size_.height() / 2, size_.width(), size_.height());
   const double zoom = option->levelOfDetailFromTransform(painter->worldTransform());
   if (zoom < kDetailZoom) {
-    painter->fillRect(box, content_.style == NodeContent::Style::kTerminal ? kTerminalFill : content_.accent);
+    const QColor fill = !std::isnan(heat_) ? heatColor(heat_) : content_.accent;
+    painter->fillRect(box, content_.style == NodeContent::Style::kTerminal ? kTerminalFill : fill);
   } else {
     painter->setRenderHint(QPainter::Antialiasing);
     switch (content_.style) {
@@ -127,16 +151,45 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
       case NodeContent::Style::kGroup: paintGroup(painter, box); break;
     }
   }
+  if (highlighted_) {
+    painter->setBrush(Qt::NoBrush);
+    painter->setPen(QPen(graph_style::highlightColor(), 3));
+    painter->drawRoundedRect(box.adjusted(-2.5, -2.5, 2.5, 2.5), kRadius + 2, kRadius + 2);
+  }
   if (isSelected()) {
     painter->setBrush(Qt::NoBrush);
     painter->setPen(QPen(graph_style::selectionColor(), 2.5));
     painter->drawRoundedRect(box.adjusted(-1, -1, 1, 1), kRadius + 1, kRadius + 1);
   }
+  if (!std::isnan(heat_) && zoom >= kDetailZoom) paintHeatBadge(painter, box);
+}
+
+void NodeItem::paintHeatBadge(QPainter* painter, const QRectF& box) const {
+  if (heatLabel_.isEmpty()) return;
+  QFont font = graph_style::labelFont();
+  font.setBold(true);
+  painter->setFont(font);
+  const QFontMetricsF metrics(font);
+  const double width = metrics.horizontalAdvance(heatLabel_) + 10;
+  const QRectF badge(box.right() - width - 4, box.top() - 8, width, 15);
+  painter->setPen(QPen(QColor(0x7F, 0x1D, 0x1D, 90), 1));
+  painter->setBrush(heatColor(heat_));
+  painter->drawRoundedRect(badge, 7, 7);
+  painter->setPen(heat_ > 0.6 ? Qt::white : kText);
+  painter->drawText(badge, Qt::AlignCenter, heatLabel_);
+}
+
+QColor NodeItem::bodyColor() const {
+  if (std::isnan(heat_)) return kBody;
+  const QColor heat = heatColor(heat_);
+  // Light enough that the rows stay readable, strong enough to read as a heatmap from afar.
+  return QColor::fromRgbF(float(0.35 + 0.65 * heat.redF()), float(0.35 + 0.65 * heat.greenF()),
+                          float(0.35 + 0.65 * heat.blueF()));
 }
 
 void NodeItem::paintLayer(QPainter* painter, const QRectF& box) const {
   painter->setPen(QPen(kBorder, 1));
-  painter->setBrush(kBody);
+  painter->setBrush(bodyColor());
   painter->drawRoundedRect(box, kRadius, kRadius);
   const QRectF header(box.left(), box.top(), box.width(), kHeaderHeight);
   painter->setPen(Qt::NoPen);
@@ -193,7 +246,7 @@ void NodeItem::paintGroup(QPainter* painter, const QRectF& box) const {
     painter->setBrush(card == 2 ? QColor(0xE5, 0xE7, 0xEB) : QColor(0xF3, 0xF4, 0xF6));
     painter->drawRoundedRect(front.translated(card * kStackOffset, card * kStackOffset), kRadius, kRadius);
   }
-  painter->setBrush(kBody);
+  painter->setBrush(bodyColor());
   painter->drawRoundedRect(front, kRadius, kRadius);
   const QRectF header(front.left(), front.top(), front.width(), kHeaderHeight);
   painter->setPen(Qt::NoPen);

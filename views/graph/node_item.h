@@ -37,10 +37,20 @@ class NodeItem : public QGraphicsItem {
   const NodeContent& content() const { return content_; }
   QSizeF size() const { return size_; }
 
+  // Heatmap colouring (layer time, layer error): `fraction` in [0, 1] tints the body, `label` shows
+  // in a badge; NaN clears. Nodes without heat are dimmed while a heatmap is shown.
+  void setHeat(double fraction, const QString& label);
+  void setDimmed(bool dimmed);
+  // Outlined as part of the engine layer selected in the fusion view.
+  void setHighlighted(bool highlighted);
+  bool isHighlighted() const { return highlighted_; }
+
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
  private:
+  void paintHeatBadge(QPainter* painter, const QRectF& box) const;
+  QColor bodyColor() const;
   void paintLayer(QPainter* painter, const QRectF& box) const;
   void paintTerminal(QPainter* painter, const QRectF& box) const;
   void paintGroup(QPainter* painter, const QRectF& box) const;
@@ -50,6 +60,9 @@ class NodeItem : public QGraphicsItem {
   int index_ = 0;
   bool isGroup_ = false;
   QSizeF size_;
+  double heat_;
+  QString heatLabel_;
+  bool highlighted_ = false;
 };
 
 // The frame around an expanded group; its title bar collapses the group when double-clicked.
@@ -79,6 +92,7 @@ QFont labelFont();
 QColor background();
 QColor edgeColor();
 QColor selectionColor();
+QColor highlightColor();
 }  // namespace graph_style
 
 }  // namespace kiln::views

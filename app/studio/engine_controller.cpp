@@ -1,0 +1,133 @@
+#include "engine_controller.h"
+
+#include <kiln/error.h>
+#include <kiln/runners.h>
+
+#include <QtConcurrent/QtConcurrentRun>
+
+namespace {
+
+// Forwards the builder's progress and log to the controller's signals (queued onto the UI thread)
+// and tells the builder when the user cancelled.
+class BuildBridge : public kiln::BuildObserver, public kiln::Logger {
+ public:
+  BuildBridge(EngineController* controller, const std::atomic<bool>& cancelled)
+      : controller_(controller), cancelled_(cancelled) {}
+
+  void progress(const kiln::BuildProgress& progress) override {
+    QMetaObject::invokeMethod(controller_, [controller = controller_, fraction = progress.fraction,
+                                            phase = QString::fromStdString(progress.phase),
+                                            layer = QString::fromStdString(progress.layer)] {
+      emit controller->buildProgress(fraction, phase, layer);
+    }, Qt::QueuedConnection);
+  }
+  bool cancelled() override { return cancelled_.load(); }
+  void log(kiln::Severity severity, const std::string& message) override {
+    const QString line = QStringLiteral("%1: %2").arg(QLatin1String(kiln::toString(severity)), QString::fromStdString(message));
+    QMetaObject::invokeMethod(controller_, [controller = controller_, line] { emit controller->logLine(line); },
+                              Qt::QueuedConnection);
+  }
+
+ private:
+  EngineController* controller_;
+  const std::atomic<bool>& cancelled_;
+};
+
+// Wraps a runner so the outputs it returns are kept (for re-measuring at other tolerances).
+kiln::Runner keepingOutputs(kiln::Runner runner, std::map<std::string, kiln::HostTensor>& kept) {
+  return [runner = std::move(runner), &kept](const auto& inputs, const kiln::TensorObserver& observer) {
+    auto outputs = runner(inputs, observer);
+    for (const auto& [name, tensor] : outputs) kept[name] = tensor.clone();
+    return outputs;
+  };
+}
+
+}  // namespace
+
+EngineController::EngineController(QObject* parent) : QObject(parent) {}
+
+EngineController::~EngineController() {
+  cancel();
+  waitForIdle();
+}
+
+void EngineController::start(Job job, std::function<std::any()> work, std::function<void(std::any&)> deliver) {
+  job_ = job;
+  cancelRequested_ = false;
+  watcher_ = std::make_unique<QFutureWatcher<Outcome>>();
+  connect(watcher_.get(), &QFutureWatcherBase::finished, this, [this, job, deliver = std::move(deliver)] {
+    Outcome outcome = watcher_->result();
+    job_ = Job::kNone;
+    if (outcome.cancelled || cancelRequested_) emit jobCancelled(job);
+    else if (!outcome.error.isEmpty()) emit jobFailed(job, outcome.error);
+    else deliver(outcome.result);
+  });
+  emit jobStarted(job);
+  watcher_->setFuture(QtConcurrent::run([work = std::move(work)] {
+    Outcome outcome;
+    try {
+      outcome.result = work();
+    } catch (const kiln::Error& e) {
+      outcome.cancelled = e.code() == kiln::ErrorCode::kCancelled;
+      outcome.error = QString::fromUtf8(e.what());
+    } catch (const std::exception& e) {
+      outcome.error = QObject::tr("unexpected error: %1").arg(QString::fromUtf8(e.what()));
+    }
+    return outcome;
+  }));
+}
+
+void EngineController::build(std::shared_ptr<const kiln::Network> network, const kiln::BuilderConfig& config,
+                             const QString& precision) {
+  if (isBusy() || !network) return;
+  start(
+      Job::kBuild,
+      [this, network, config, precision] {
+        BuildBridge bridge(this, cancelRequested_);
+        kiln::BuildResult result = kiln::Builder(bridge).build(*network, config, &bridge);
+        auto built = std::make_shared<BuiltEngine>();
+        built->engine = kiln::Runtime().load(result.plan);
+        built->plan = std::move(result.plan);
+        built->report = std::move(result.report);
+        built->precision = precision;
+        return std::any(std::shared_ptr<const BuiltEngine>(std::move(built)));
+      },
+      [this](std::any& result) { emit buildFinished(std::any_cast<std::shared_ptr<const BuiltEngine>>(result)); });
+}
+
+void EngineController::profile(std::shared_ptr<const kiln::Engine> engine, const kiln::views::InputSource& source,
+                               int iterations) {
+  if (isBusy() || !engine) return;
+  start(
+      Job::kProfile,
+      [engine, source, iterations] {
+        const auto inputs = kiln::views::makeInputs(engine->ioTensors(), engine->profiles(), source);
+        return std::any(kiln::profileEngine(*engine, inputs, iterations));
+      },
+      [this](std::any& result) { emit profileFinished(std::any_cast<const kiln::ProfileReport&>(result)); });
+}
+
+void EngineController::compare(std::shared_ptr<const kiln::Network> network, std::shared_ptr<const BuiltEngine> built,
+                               const kiln::views::InputSource& source, const kiln::Tolerance& tolerance) {
+  if (isBusy() || !network || !built) return;
+  start(
+      Job::kCompare,
+      [network, built, source, tolerance] {
+        const auto inputs = kiln::views::makeInputs(built->engine->ioTensors(), built->engine->profiles(), source);
+        kiln::views::AccuracyRun run;
+        run.candidateLabel = QObject::tr("%1 engine").arg(built->precision);
+        run.report = kiln::compareRunners(keepingOutputs(kiln::makeReferenceRunner(network), run.reference),
+                                          keepingOutputs(kiln::makeEngineRunner(built->engine), run.candidate), inputs,
+                                          tolerance, /*perLayer=*/true);
+        return std::any(std::move(run));
+      },
+      [this](std::any& result) { emit comparisonFinished(std::any_cast<const kiln::views::AccuracyRun&>(result)); });
+}
+
+void EngineController::cancel() {
+  if (isBusy()) cancelRequested_ = true;
+}
+
+void EngineController::waitForIdle() {
+  if (watcher_) watcher_->waitForFinished();
+}

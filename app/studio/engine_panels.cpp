@@ -1,0 +1,308 @@
+#include "engine_panels.h"
+
+#include "document.h"
+
+#include <accuracy/accuracy_panel.h>
+#include <build/build_panel.h>
+#include <common/value_format.h>
+#include <fusion/fusion_panel.h>
+#include <graph/graph_scene.h>
+#include <timing/timing_panel.h>
+
+#include <kiln/error.h>
+
+#include <QAction>
+#include <QCheckBox>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMainWindow>
+#include <QMenu>
+#include <QMessageBox>
+#include <QSettings>
+#include <QStatusBar>
+
+using kiln::views::InputSource;
+
+namespace {
+
+constexpr int kStatusTimeoutMs = 8000;
+
+QString jobName(EngineController::Job job) {
+  switch (job) {
+    case EngineController::Job::kBuild: return QObject::tr("Build");
+    case EngineController::Job::kProfile: return QObject::tr("Profile run");
+    case EngineController::Job::kCompare: return QObject::tr("Accuracy comparison");
+    default: return {};
+  }
+}
+
+// What a person can do about a failed job, after the kiln::Error message.
+QString adviceFor(EngineController::Job job) {
+  switch (job) {
+    case EngineController::Job::kBuild:
+      return QObject::tr("Check the optimization profile and precisions in the Build panel, then build again.");
+    case EngineController::Job::kProfile:
+      return QObject::tr("Rebuild the engine, or check that the profile's opt shapes are valid inputs.");
+    case EngineController::Job::kCompare:
+      return QObject::tr("Check the input folder (one <input>.npy or .pb per model input, in the engine's shapes) "
+                         "or use random inputs.");
+    default: return {};
+  }
+}
+
+}  // namespace
+
+EnginePanels::EnginePanels(QMainWindow* window, Document* document, kiln::views::GraphScene* scene)
+    : QObject(window), window_(window), document_(document), scene_(scene) {
+  controller_ = new EngineController(this);
+  build_ = new kiln::views::BuildPanel(window);
+  fusion_ = new kiln::views::FusionPanel(window);
+  fusion_->setScene(scene);
+  timing_ = new kiln::views::TimingPanel(window);
+  accuracy_ = new kiln::views::AccuracyPanel(window);
+  accuracy_->restoreSettings();
+  buildDock_ = addDock(tr("Build"), QStringLiteral("BuildDock"), build_, Qt::LeftDockWidgetArea);
+  fusionDock_ = addDock(tr("Fusion"), QStringLiteral("FusionDock"), fusion_, Qt::BottomDockWidgetArea);
+  timingDock_ = addDock(tr("Timings"), QStringLiteral("TimingDock"), timing_, Qt::BottomDockWidgetArea);
+  accuracyDock_ = addDock(tr("Accuracy"), QStringLiteral("AccuracyDock"), accuracy_, Qt::BottomDockWidgetArea);
+  window->tabifyDockWidget(fusionDock_, timingDock_);
+  window->tabifyDockWidget(timingDock_, accuracyDock_);
+  fusionDock_->raise();
+
+  connect(build_, &kiln::views::BuildPanel::buildRequested, this, &EnginePanels::startBuild);
+  connect(build_, &kiln::views::BuildPanel::cancelRequested, controller_, &EngineController::cancel);
+  connect(build_, &kiln::views::BuildPanel::canBuildChanged, this, &EnginePanels::updateActions);
+  connect(timing_, &kiln::views::TimingPanel::profileRequested, this, &EnginePanels::startProfile);
+  connect(timing_, &kiln::views::TimingPanel::loadRequested, this, [this] {
+    QSettings settings;
+    const QString path = QFileDialog::getOpenFileName(window_, tr("Open Profile"), settings.value("files/lastDir").toString(),
+                                                      tr("Kiln profiles (*.json);;All files (*)"));
+    if (!path.isEmpty()) openProfile(path);
+  });
+  connect(timing_, &kiln::views::TimingPanel::heatmapToggled, this,
+          [this](bool shown) { showHeatmap(shown ? Heatmap::kTime : heatmap_ == Heatmap::kTime ? Heatmap::kNone : heatmap_); });
+  connect(accuracy_, &kiln::views::AccuracyPanel::compareRequested, this, &EnginePanels::startComparison);
+  connect(accuracy_, &kiln::views::AccuracyPanel::heatmapToggled, this,
+          [this](bool shown) { showHeatmap(shown ? Heatmap::kError : heatmap_ == Heatmap::kError ? Heatmap::kNone : heatmap_); });
+
+  connect(controller_, &EngineController::jobStarted, this, [this](EngineController::Job job) {
+    if (job == EngineController::Job::kBuild) build_->buildStarted();
+    if (job == EngineController::Job::kProfile) timing_->setRunning(true);
+    if (job == EngineController::Job::kCompare) accuracy_->setRunning(true);
+    status(tr("%1 running…").arg(jobName(job)));
+    updateActions();
+  });
+  connect(controller_, &EngineController::buildProgress, build_, &kiln::views::BuildPanel::showProgress);
+  connect(controller_, &EngineController::logLine, build_, &kiln::views::BuildPanel::appendLog);
+  connect(controller_, &EngineController::buildFinished, this, &EnginePanels::onBuilt);
+  connect(controller_, &EngineController::profileFinished, this, [this](const kiln::ProfileReport& report) {
+    timing_->setProfile(report, tr("local run"));
+    raise(timingDock_);
+    status(tr("Profiled: %1 ms per run").arg(report.totalMedianMs, 0, 'f', 3));
+    updateActions();
+    emit profileShown();
+  });
+  connect(controller_, &EngineController::comparisonFinished, this, [this](const kiln::views::AccuracyRun& run) {
+    accuracy_->setRun(run);
+    raise(accuracyDock_);
+    status(accuracy_->passes() ? tr("Accuracy: all outputs within tolerance") : tr("Accuracy: some outputs fail"));
+    updateActions();
+  });
+  connect(controller_, &EngineController::jobFailed, this, &EnginePanels::onFailed);
+  connect(controller_, &EngineController::jobCancelled, this, &EnginePanels::onCancelled);
+  connect(document_, &Document::builtChanged, this, &EnginePanels::updateActions);
+}
+
+QDockWidget* EnginePanels::addDock(const QString& title, const QString& objectName, QWidget* panel,
+                                   Qt::DockWidgetArea area) {
+  auto* dock = new QDockWidget(title, window_);
+  dock->setObjectName(objectName);
+  dock->setWidget(panel);
+  window_->addDockWidget(area, dock);
+  return dock;
+}
+
+void EnginePanels::addActions(QMenu* fileMenu, QMenu* buildMenu) {
+  savePlanAction_ = new QAction(tr("Save &Plan…"), this);
+  savePlanAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+  connect(savePlanAction_, &QAction::triggered, this, &EnginePanels::chooseAndSavePlan);
+  fileMenu->insertAction(fileMenu->actions().value(4), savePlanAction_);  // after Export Graph Image
+
+  buildAction_ = buildMenu->addAction(tr("&Build Engine"), this, &EnginePanels::startBuild);
+  buildAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_B));
+  cancelAction_ = buildMenu->addAction(tr("&Cancel"), controller_, &EngineController::cancel);
+  cancelAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+  buildMenu->addSeparator();
+  profileAction_ = buildMenu->addAction(tr("&Profile Engine"), this, &EnginePanels::startProfile);
+  profileAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
+  compareAction_ = buildMenu->addAction(tr("Compare with &FP32"), this, &EnginePanels::startComparison);
+  compareAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A));
+  buildMenu->addSeparator();
+  buildMenu->addAction(savePlanAction_);
+  buildMenu->menuAction()->setVisible(true);
+  updateActions();
+}
+
+void EnginePanels::updateActions() {
+  const bool busy = controller_->isBusy();
+  const bool hasEngine = document_->built() != nullptr;
+  if (buildAction_) {
+    buildAction_->setEnabled(build_->canBuild() && !busy);
+    cancelAction_->setEnabled(busy);
+    savePlanAction_->setEnabled(hasEngine);
+    profileAction_->setEnabled(hasEngine && !busy);
+    compareAction_->setEnabled(hasEngine && !busy);
+  }
+  const QString why = busy ? tr("Another job is running") : tr("Build an engine first (Ctrl+B)");
+  timing_->setCanProfile(hasEngine && !busy, why);
+  accuracy_->setCanCompare(hasEngine && !busy, why);
+  if (!busy) {
+    timing_->setRunning(false);
+    accuracy_->setRunning(false);
+    timing_->setCanProfile(hasEngine, why);
+    accuracy_->setCanCompare(hasEngine, why);
+  }
+}
+
+void EnginePanels::modelLoaded() {
+  build_->setNetwork(document_->network().get());
+  fusion_->clear();
+  timing_->clear();
+  accuracy_->clear();
+  heatmap_ = Heatmap::kNone;
+  updateActions();
+}
+
+void EnginePanels::startBuild() {
+  if (!build_->canBuild() || controller_->isBusy()) return;
+  build_->saveSettings();
+  raise(buildDock_);
+  controller_->build(document_->network(), build_->config(), build_->precisionLabel());
+}
+
+void EnginePanels::startProfile() {
+  if (!document_->built() || controller_->isBusy()) return;
+  controller_->profile(document_->built()->engine, InputSource{}, timing_->iterations());
+}
+
+void EnginePanels::startComparison() {
+  if (!document_->built() || controller_->isBusy()) return;
+  accuracy_->saveSettings();
+  controller_->compare(document_->network(), document_->built(), accuracy_->inputSource(), accuracy_->tolerance());
+}
+
+void EnginePanels::onBuilt(std::shared_ptr<const BuiltEngine> built) {
+  const auto& report = built->report;
+  const QString summary = tr("Built %1 engine: %2 ONNX nodes → %3 layers, plan %4, %5 s")
+                              .arg(built->precision)
+                              .arg(report.onnxNodeCount)
+                              .arg(report.layers.size())
+                              .arg(kiln::views::formatBytes(int64_t(built->plan.size())))
+                              .arg(report.buildMilliseconds / 1000.0, 0, 'f', 2);
+  for (const std::string& warning : report.warnings) build_->appendLog(tr("warning: %1").arg(QString::fromStdString(warning)));
+  build_->buildFinished(summary);
+  document_->setBuilt(built);
+  fusion_->setReport(report);
+  timing_->clear();
+  accuracy_->clear();
+  raise(fusionDock_);
+  status(summary);
+  updateActions();
+}
+
+void EnginePanels::onFailed(EngineController::Job job, const QString& message) {
+  if (job == EngineController::Job::kBuild) build_->buildFailed(message);
+  updateActions();
+  status(tr("%1 failed").arg(jobName(job)));
+  if (!dialogsEnabled_) return;
+  QMessageBox box(QMessageBox::Warning, tr("%1 failed").arg(jobName(job)), message, QMessageBox::Ok, window_);
+  box.setInformativeText(adviceFor(job));
+  box.exec();
+}
+
+void EnginePanels::onCancelled(EngineController::Job job) {
+  if (job == EngineController::Job::kBuild) build_->buildCancelled();
+  updateActions();
+  status(tr("%1 cancelled").arg(jobName(job)));
+}
+
+void EnginePanels::chooseAndSavePlan() {
+  if (!document_->built()) return;
+  QSettings settings;
+  const QString suggested = QFileInfo(settings.value("files/lastPlanDir").toString(),
+                                      QFileInfo(document_->path()).completeBaseName() + '.' +
+                                          document_->built()->precision + ".plan")
+                                .filePath();
+  const QString path = QFileDialog::getSaveFileName(window_, tr("Save Plan"), suggested,
+                                                    tr("Kiln plans (*.plan);;All files (*)"));
+  if (path.isEmpty()) return;
+  settings.setValue("files/lastPlanDir", QFileInfo(path).absolutePath());
+  try {
+    document_->savePlan(path);
+    status(tr("Saved %1").arg(QFileInfo(path).fileName()));
+  } catch (const kiln::Error& e) {
+    QMessageBox box(QMessageBox::Warning, tr("Could not save the plan"), QString::fromUtf8(e.what()), QMessageBox::Ok,
+                    window_);
+    box.setInformativeText(tr("Choose a folder you can write to, with room for the plan."));
+    box.exec();
+  }
+}
+
+void EnginePanels::openProfile(const QString& path) {
+  try {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+      throw kiln::Error(kiln::ErrorCode::kIoError, "cannot open '" + path.toStdString() + "'");
+    timing_->setProfile(kiln::ProfileReport::fromJson(file.readAll().toStdString()), QFileInfo(path).fileName());
+    raise(timingDock_);
+    status(tr("Opened profile %1").arg(QFileInfo(path).fileName()));
+    emit profileShown();
+  } catch (const kiln::Error& e) {
+    QMessageBox box(QMessageBox::Warning, tr("Could not open the profile"), QString::fromUtf8(e.what()), QMessageBox::Ok,
+                    window_);
+    box.setInformativeText(tr("Kiln Studio reads kiln-profile-1 JSON files, as written by "
+                              "kiln profile --export-profile FILE."));
+    box.exec();
+  }
+}
+
+void EnginePanels::showHeatmap(Heatmap heatmap) {
+  heatmap_ = heatmap;
+  // One heatmap at a time: the other panel's box unticks without re-entering here.
+  for (auto [box, kind] : {std::pair{timing_->heatmapBox(), Heatmap::kTime}, std::pair{accuracy_->heatmapBox(), Heatmap::kError}}) {
+    const QSignalBlocker blocker(box);
+    box->setChecked(kind == heatmap);
+  }
+  const kiln::views::OriginMap origins = fusion_->hasReport()
+                                             ? fusion_->origins()
+                                             : kiln::views::OriginMap({}, scene_->structure());
+  switch (heatmap) {
+    case Heatmap::kNone: scene_->setHeatmap({}, {}); break;
+    case Heatmap::kTime:
+      scene_->setHeatmap(tr("Layer time (share of total)"), kiln::views::layerHeatmap(origins, timing_->layerValues()));
+      break;
+    case Heatmap::kError:
+      scene_->setHeatmap(tr("Layer error vs FP32 (relative RMS)"),
+                         kiln::views::layerHeatmap(origins, accuracy_->layerValues()));
+      break;
+  }
+}
+
+void EnginePanels::raise(QDockWidget* dock) {
+  dock->show();
+  dock->raise();
+}
+
+void EnginePanels::status(const QString& message) { window_->statusBar()->showMessage(message, kStatusTimeoutMs); }
+
+void EnginePanels::saveSettings() const {
+  build_->saveSettings();
+  accuracy_->saveSettings();
+}
+
+void EnginePanels::shutdown() {
+  controller_->cancel();
+  controller_->waitForIdle();
+}
