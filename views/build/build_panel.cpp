@@ -1,0 +1,359 @@
+#include "build/build_panel.h"
+
+#include "build/profile_range_model.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFontDatabase>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace kiln::views {
+namespace {
+
+constexpr int kMaxLogLines = 5000;
+const char* kCudaUnavailable =
+    QT_TRANSLATE_NOOP("BuildPanel", "This Kiln was built without the CUDA backend (no CUDA toolkit at build time). "
+                                    "Build Kiln on a machine with the CUDA toolkit to target NVIDIA GPUs.");
+
+QString precisionName(Precision precision) { return QString::fromLatin1(toString(precision)); }
+
+// Spells ranges for QSettings: "1,3,64,64|4,3,64,64|8,3,64,64".
+QString encodeRange(const ShapeRange& range) {
+  auto join = [](const std::vector<int64_t>& dims) {
+    QStringList parts;
+    for (int64_t d : dims) parts << QString::number(d);
+    return parts.join(',');
+  };
+  return join(range.min) + '|' + join(range.opt) + '|' + join(range.max);
+}
+
+ShapeRange decodeRange(const QString& text) {
+  ShapeRange range;
+  const QStringList points = text.split('|');
+  if (points.size() != 3) return range;
+  std::vector<int64_t>* targets[] = {&range.min, &range.opt, &range.max};
+  for (int p = 0; p < 3; ++p)
+    for (const QString& part : points[p].split(',', Qt::SkipEmptyParts)) targets[p]->push_back(part.toLongLong());
+  return range;
+}
+
+QToolButton* browseButton(QWidget* parent) {
+  auto* button = new QToolButton(parent);
+  button->setText(QStringLiteral("…"));
+  return button;
+}
+
+}  // namespace
+
+BuildPanel::BuildPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(createTargetGroup());
+  layout->addWidget(createShapesGroup());
+  layout->addWidget(createCalibrationGroup());
+  layout->addWidget(createRunGroup(), 1);
+  updateValidity();
+}
+
+QWidget* BuildPanel::createTargetGroup() {
+  auto* group = new QGroupBox(tr("Target"), this);
+  auto* form = new QFormLayout(group);
+  backend_ = new QComboBox(group);
+  backend_->addItem(tr("CPU"), int(BackendKind::kCpu));
+  backend_->addItem(tr("CUDA (not available)"), int(BackendKind::kCuda));
+  auto* items = qobject_cast<QStandardItemModel*>(backend_->model());
+  items->item(1)->setEnabled(false);
+  items->item(1)->setToolTip(tr(kCudaUnavailable));
+  backend_->setToolTip(tr("CPU: Kiln's reference backend.\nCUDA: %1").arg(tr(kCudaUnavailable)));
+  form->addRow(tr("Backend"), backend_);
+
+  auto* precisionRow = new QHBoxLayout;
+  const std::pair<Precision, QString> choices[] = {
+      {Precision::kFP32, tr("Always allowed: the fallback for layers that need full precision")},
+      {Precision::kFP16, tr("Keep activations in fp16 between layers (computed in fp32 inside a layer)")},
+      {Precision::kBF16, tr("Keep activations in bf16 between layers (computed in fp32 inside a layer)")},
+      {Precision::kINT8, tr("The CPU backend has no INT8 kernels yet")},
+      {Precision::kFP8, tr("The CPU backend has no FP8 kernels yet")}};
+  for (const auto& [precision, tip] : choices) {
+    auto* box = new QCheckBox(precisionName(precision), group);
+    box->setToolTip(tip);
+    box->setChecked(precision == Precision::kFP32);
+    box->setEnabled(precision == Precision::kFP16 || precision == Precision::kBF16);
+    precisionRow->addWidget(box);
+    precisions_.emplace_back(precision, box);
+  }
+  precisionRow->addStretch();
+  form->addRow(tr("Precisions"), precisionRow);
+
+  optimizationLevel_ = new QSpinBox(group);
+  optimizationLevel_->setRange(0, 5);
+  optimizationLevel_->setValue(3);
+  optimizationLevel_->setToolTip(tr("0: no graph passes … 5: every pass and the widest tactic search"));
+  form->addRow(tr("Optimization level"), optimizationLevel_);
+
+  workspaceMiB_ = new QSpinBox(group);
+  workspaceMiB_->setRange(1, 1 << 20);
+  workspaceMiB_->setValue(1024);
+  workspaceMiB_->setSuffix(tr(" MiB"));
+  workspaceMiB_->setToolTip(tr("Scratch memory a layer's tactic may use"));
+  form->addRow(tr("Workspace"), workspaceMiB_);
+
+  auto* cacheRow = new QHBoxLayout;
+  timingCache_ = new QLineEdit(group);
+  timingCache_->setObjectName(QStringLiteral("timingCache"));
+  timingCache_->setPlaceholderText(tr("none (time tactics every build)"));
+  timingCache_->setClearButtonEnabled(true);
+  auto* cacheBrowse = browseButton(group);
+  cacheBrowse->setToolTip(tr("Choose a timing cache file (created when it does not exist)"));
+  connect(cacheBrowse, &QToolButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Timing Cache"), timingCache_->text(),
+                                                      tr("Timing caches (*.cache);;All files (*)"), nullptr,
+                                                      QFileDialog::DontConfirmOverwrite);
+    if (!path.isEmpty()) timingCache_->setText(path);
+  });
+  cacheRow->addWidget(timingCache_, 1);
+  cacheRow->addWidget(cacheBrowse);
+  form->addRow(tr("Timing cache"), cacheRow);
+  return group;
+}
+
+QWidget* BuildPanel::createShapesGroup() {
+  auto* group = new QGroupBox(tr("Optimization profile"), this);
+  auto* layout = new QVBoxLayout(group);
+  profileModel_ = new ProfileRangeModel(this);
+  profileTable_ = new QTableView(group);
+  profileTable_->setModel(profileModel_);
+  profileTable_->verticalHeader()->hide();
+  profileTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  profileTable_->horizontalHeader()->setSectionResizeMode(ProfileRangeModel::kInput, QHeaderView::ResizeToContents);
+  profileTable_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
+                                 QAbstractItemView::AnyKeyPressed);
+  profileTable_->setMaximumHeight(150);
+  profileTable_->verticalHeader()->setDefaultSectionSize(22);
+  layout->addWidget(profileTable_);
+  profileErrors_ = new QLabel(group);
+  profileErrors_->setWordWrap(true);
+  profileErrors_->setStyleSheet(QStringLiteral("color: #B91C1C;"));
+  profileErrors_->hide();
+  layout->addWidget(profileErrors_);
+  connect(profileModel_, &ProfileRangeModel::validityChanged, this, &BuildPanel::updateValidity);
+  connect(profileModel_, &QAbstractItemModel::dataChanged, this, &BuildPanel::updateValidity);
+  return group;
+}
+
+QWidget* BuildPanel::createCalibrationGroup() {
+  auto* group = new QGroupBox(tr("INT8 calibration data"), this);
+  auto* layout = new QVBoxLayout(group);
+  auto* row = new QHBoxLayout;
+  calibrationKind_ = new QComboBox(group);
+  calibrationKind_->addItem(tr("Random"), int(InputSource::Kind::kRandom));
+  calibrationKind_->addItem(tr("Folder"), int(InputSource::Kind::kFolder));
+  calibrationFolder_ = new QLineEdit(group);
+  calibrationFolder_->setPlaceholderText(tr("folder of .npy / .pb files"));
+  auto* browse = browseButton(group);
+  connect(browse, &QToolButton::clicked, this, [this] {
+    const QString folder = QFileDialog::getExistingDirectory(this, tr("Calibration Data"), calibrationFolder_->text());
+    if (folder.isEmpty()) return;
+    calibrationFolder_->setText(folder);
+    calibrationKind_->setCurrentIndex(1);
+  });
+  auto updateFolder = [this, browse] {
+    const bool folder = calibrationKind_->currentData().toInt() == int(InputSource::Kind::kFolder);
+    calibrationFolder_->setEnabled(folder);
+    browse->setEnabled(folder);
+  };
+  connect(calibrationKind_, &QComboBox::currentIndexChanged, this, updateFolder);
+  updateFolder();
+  row->addWidget(calibrationKind_);
+  row->addWidget(calibrationFolder_, 1);
+  row->addWidget(browse);
+  layout->addLayout(row);
+  auto* note = new QLabel(tr("Kept for INT8 builds. The CPU backend has no INT8 kernels yet, so CPU builds do not "
+                             "calibrate."),
+                          group);
+  note->setWordWrap(true);
+  note->setStyleSheet(QStringLiteral("color: #6B7280;"));
+  layout->addWidget(note);
+  return group;
+}
+
+QWidget* BuildPanel::createRunGroup() {
+  auto* group = new QWidget(this);
+  auto* layout = new QVBoxLayout(group);
+  layout->setContentsMargins(0, 4, 0, 0);
+  auto* buttons = new QHBoxLayout;
+  buildButton_ = new QPushButton(tr("Build Engine"), group);
+  buildButton_->setDefault(true);
+  buildButton_->setToolTip(tr("Build an engine from the open model (Ctrl+B)"));
+  cancelButton_ = new QPushButton(tr("Cancel"), group);
+  cancelButton_->setEnabled(false);
+  buttons->addWidget(buildButton_, 1);
+  buttons->addWidget(cancelButton_);
+  layout->addLayout(buttons);
+  progress_ = new QProgressBar(group);
+  progress_->setRange(0, 100);
+  progress_->setValue(0);
+  layout->addWidget(progress_);
+  phase_ = new QLabel(tr("Open a model to build an engine."), group);
+  phase_->setWordWrap(true);
+  layout->addWidget(phase_);
+  log_ = new QPlainTextEdit(group);
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(kMaxLogLines);
+  log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  log_->setPlaceholderText(tr("Build log"));
+  layout->addWidget(log_, 1);
+  connect(buildButton_, &QPushButton::clicked, this, [this] {
+    if (canBuild()) emit buildRequested();
+  });
+  connect(cancelButton_, &QPushButton::clicked, this, &BuildPanel::cancelRequested);
+  return group;
+}
+
+void BuildPanel::setNetwork(const Network* network) {
+  network_ = network;
+  profileModel_->setNetwork(network);
+  restoreSettings();  // earlier ranges for inputs of the same name and rank
+  phase_->setText(network ? tr("Ready to build.") : tr("Open a model to build an engine."));
+  updateValidity();
+}
+
+void BuildPanel::updateValidity() {
+  const QStringList errors = profileModel_->errors();
+  profileErrors_->setText(errors.join('\n'));
+  profileErrors_->setVisible(!errors.isEmpty());
+  const bool can = canBuild();
+  buildButton_->setEnabled(can);
+  buildButton_->setToolTip(!errors.isEmpty()  ? tr("Fix the optimization profile first:\n%1").arg(errors.join('\n'))
+                           : !network_        ? tr("Open a model first")
+                           : building_        ? tr("A build is running")
+                                              : tr("Build an engine from the open model (Ctrl+B)"));
+  emit canBuildChanged(can);
+}
+
+bool BuildPanel::canBuild() const { return network_ && !building_ && profileModel_->isValid(); }
+
+QCheckBox* BuildPanel::precisionBox(Precision precision) const {
+  for (const auto& [p, box] : precisions_)
+    if (p == precision) return box;
+  return nullptr;
+}
+
+void BuildPanel::setPrecisionAllowed(Precision precision, bool allowed) {
+  if (QCheckBox* box = precisionBox(precision); box && box->isEnabled()) box->setChecked(allowed);
+}
+
+BuilderConfig BuildPanel::config() const {
+  BuilderConfig config;
+  config.backend = BackendKind(backend_->currentData().toInt());
+  config.allowFP16 = precisionBox(Precision::kFP16)->isChecked();
+  config.allowBF16 = precisionBox(Precision::kBF16)->isChecked();
+  config.optimizationLevel = optimizationLevel_->value();
+  config.workspaceBytes = uint64_t(workspaceMiB_->value()) << 20;
+  config.timingCachePath = timingCache_->text().trimmed().toStdString();
+  if (profileModel_->hasDynamicDimensions()) config.profiles.push_back(profileModel_->profile());
+  return config;
+}
+
+InputSource BuildPanel::calibration() const {
+  InputSource source;
+  source.kind = InputSource::Kind(calibrationKind_->currentData().toInt());
+  source.folder = calibrationFolder_->text();
+  return source;
+}
+
+QString BuildPanel::precisionLabel() const { return QString::fromLatin1(toString(config().storagePrecision())); }
+
+QString BuildPanel::logText() const { return log_->toPlainText(); }
+
+void BuildPanel::buildStarted() {
+  building_ = true;
+  log_->clear();
+  progress_->setValue(0);
+  phase_->setText(tr("Starting…"));
+  cancelButton_->setEnabled(true);
+  updateValidity();
+}
+
+void BuildPanel::showProgress(double fraction, const QString& phase, const QString& layer) {
+  progress_->setValue(int(fraction * 100));
+  phase_->setText(layer.isEmpty() ? phase : QStringLiteral("%1 · %2").arg(phase, layer));
+}
+
+void BuildPanel::appendLog(const QString& line) { log_->appendPlainText(line); }
+
+void BuildPanel::finishRun(const QString& status, const QString& logLine) {
+  building_ = false;
+  cancelButton_->setEnabled(false);
+  phase_->setText(status);
+  appendLog(logLine);
+  updateValidity();
+}
+
+void BuildPanel::buildFinished(const QString& summary) {
+  progress_->setValue(100);
+  finishRun(summary, tr("done: %1").arg(summary));
+}
+
+void BuildPanel::buildFailed(const QString& message) {
+  finishRun(tr("Build failed."), tr("error: %1").arg(message));
+}
+
+void BuildPanel::buildCancelled() {
+  progress_->setValue(0);
+  finishRun(tr("Build cancelled; nothing was written."), tr("cancelled"));
+}
+
+void BuildPanel::saveSettings() const {
+  QSettings settings;
+  settings.beginGroup(QStringLiteral("build"));
+  QStringList precisions;
+  for (const auto& [precision, box] : precisions_)
+    if (box->isChecked()) precisions << precisionName(precision);
+  settings.setValue(QStringLiteral("precisions"), precisions);
+  settings.setValue(QStringLiteral("optimizationLevel"), optimizationLevel_->value());
+  settings.setValue(QStringLiteral("workspaceMiB"), workspaceMiB_->value());
+  settings.setValue(QStringLiteral("timingCache"), timingCache_->text());
+  settings.setValue(QStringLiteral("calibrationKind"), calibrationKind_->currentIndex());
+  settings.setValue(QStringLiteral("calibrationFolder"), calibrationFolder_->text());
+  QVariantMap ranges = settings.value(QStringLiteral("profile")).toMap();
+  for (const auto& [input, range] : profileModel_->profile().inputs)
+    ranges[QString::fromStdString(input)] = encodeRange(range);
+  settings.setValue(QStringLiteral("profile"), ranges);
+}
+
+void BuildPanel::restoreSettings() {
+  QSettings settings;
+  settings.beginGroup(QStringLiteral("build"));
+  if (settings.contains(QStringLiteral("precisions"))) {
+    const QStringList precisions = settings.value(QStringLiteral("precisions")).toStringList();
+    for (const auto& [precision, box] : precisions_)
+      if (box->isEnabled()) box->setChecked(precisions.contains(precisionName(precision)));
+  }
+  optimizationLevel_->setValue(settings.value(QStringLiteral("optimizationLevel"), 3).toInt());
+  workspaceMiB_->setValue(settings.value(QStringLiteral("workspaceMiB"), 1024).toInt());
+  timingCache_->setText(settings.value(QStringLiteral("timingCache")).toString());
+  calibrationKind_->setCurrentIndex(settings.value(QStringLiteral("calibrationKind"), 0).toInt());
+  calibrationFolder_->setText(settings.value(QStringLiteral("calibrationFolder")).toString());
+  std::map<std::string, ShapeRange> ranges;
+  const QVariantMap stored = settings.value(QStringLiteral("profile")).toMap();
+  for (auto it = stored.begin(); it != stored.end(); ++it) ranges[it.key().toStdString()] = decodeRange(it.value().toString());
+  profileModel_->applyRanges(ranges);
+}
+
+}  // namespace kiln::views

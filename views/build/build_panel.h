@@ -1,0 +1,92 @@
+#pragma once
+// The Build panel: what to build (backend, precisions, shape profile, optimisation level,
+// workspace, timing cache, INT8 calibration data) and the running build (progress, phase, log,
+// Cancel). It only collects settings and shows progress; the app runs the build on a worker thread.
+#include "common/input_data.h"
+
+#include <kiln/builder_config.h>
+#include <kiln/network.h>
+
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+
+namespace kiln::views {
+
+class ProfileRangeModel;
+
+class BuildPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit BuildPanel(QWidget* parent = nullptr);
+
+  void setNetwork(const Network* network);  // nullptr: nothing to build
+  BuilderConfig config() const;
+  // The INT8 calibration data chosen (kept for backends with INT8; the CPU backend has none).
+  InputSource calibration() const;
+  // A short name for what config() builds: "fp16", "fp32", "bf16+fp16".
+  QString precisionLabel() const;
+  bool canBuild() const;
+  bool isBuilding() const { return building_; }
+
+  // For the app's actions and for tests.
+  void setPrecisionAllowed(Precision precision, bool allowed);
+  ProfileRangeModel* profileModel() const { return profileModel_; }
+  QPushButton* buildButton() const { return buildButton_; }
+  QPushButton* cancelButton() const { return cancelButton_; }
+  QLabel* profileErrorLabel() const { return profileErrors_; }
+  QString logText() const;
+
+  void saveSettings() const;
+  void restoreSettings();
+
+ public slots:
+  void buildStarted();
+  void showProgress(double fraction, const QString& phase, const QString& layer);
+  void appendLog(const QString& line);
+  void buildFinished(const QString& summary);
+  void buildFailed(const QString& message);
+  void buildCancelled();
+
+ signals:
+  void buildRequested();
+  void cancelRequested();
+  void canBuildChanged(bool canBuild);
+
+ private:
+  QWidget* createTargetGroup();
+  QWidget* createShapesGroup();
+  QWidget* createCalibrationGroup();
+  QWidget* createRunGroup();
+  void updateValidity();
+  void finishRun(const QString& status, const QString& logLine);
+  QCheckBox* precisionBox(Precision precision) const;
+
+  const Network* network_ = nullptr;
+  bool building_ = false;
+  QComboBox* backend_;
+  std::vector<std::pair<Precision, QCheckBox*>> precisions_;
+  QSpinBox* optimizationLevel_;
+  QSpinBox* workspaceMiB_;
+  QLineEdit* timingCache_;
+  ProfileRangeModel* profileModel_;
+  QTableView* profileTable_;
+  QLabel* profileErrors_;
+  QComboBox* calibrationKind_;
+  QLineEdit* calibrationFolder_;
+  QPushButton* buildButton_;
+  QPushButton* cancelButton_;
+  QProgressBar* progress_;
+  QLabel* phase_;
+  QPlainTextEdit* log_;
+};
+
+}  // namespace kiln::views
