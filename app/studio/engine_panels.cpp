@@ -3,7 +3,7 @@
 #include "document.h"
 
 #include <accuracy/accuracy_panel.h>
-#include <build/build_panel.h>
+#include <building/build_panel.h>
 #include <common/value_format.h>
 #include <fusion/fusion_panel.h>
 #include <graph/graph_scene.h>

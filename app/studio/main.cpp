@@ -8,7 +8,7 @@
 #include "engine_panels.h"
 #include "main_window.h"
 
-#include <build/build_panel.h>
+#include <building/build_panel.h>
 #include <fusion/engine_layer_model.h>
 #include <fusion/fusion_panel.h>
 

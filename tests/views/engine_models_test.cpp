@@ -1,8 +1,8 @@
 // The engine-side item models under QAbstractItemModelTester, the profile editor's validation, the
 // timings table filled from a kiln-profile-1 file, and the .npy reader.
 #include <accuracy/tensor_metrics_model.h>
-#include <build/build_panel.h>
-#include <build/profile_range_model.h>
+#include <building/build_panel.h>
+#include <building/profile_range_model.h>
 #include <common/npy_file.h>
 #include <fusion/engine_layer_model.h>
 #include <fusion/pass_model.h>
@@ -12,6 +12,7 @@
 #include <kiln/error.h>
 #include <kiln/onnx_importer.h>
 
+#include <QCheckBox>
 #include <QAbstractItemModelTester>
 #include <QLabel>
 #include <QPushButton>

@@ -1,4 +1,4 @@
-#include "build/profile_range_model.h"
+#include "building/profile_range_model.h"
 
 #include <QColor>
 #include <QFont>

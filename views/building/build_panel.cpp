@@ -1,6 +1,6 @@
-#include "build/build_panel.h"
+#include "building/build_panel.h"
 
-#include "build/profile_range_model.h"
+#include "building/profile_range_model.h"
 
 #include <QCheckBox>
 #include <QComboBox>
