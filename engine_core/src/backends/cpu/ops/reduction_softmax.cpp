@@ -97,7 +97,10 @@ void registerReductionSoftmaxCpuKernels(CpuKernelRegistry& registry) {
                                                            {"ReduceLogSum", ReduceKind::kLogSum},
                                                            {"ReduceLogSumExp", ReduceKind::kLogSumExp},
                                                            {"ReduceSumSquare", ReduceKind::kSumSquare}};
-  for (auto [op, kind] : reductions) registry.add(op, [kind](KernelContext& ctx) { runReduce(ctx, kind); });
+  for (const auto& entry : reductions) {
+    ReduceKind kind = entry.second;  // clang 14 cannot capture a structured binding
+    registry.add(entry.first, [kind](KernelContext& ctx) { runReduce(ctx, kind); });
+  }
   registry.add("ArgMax", [](KernelContext& ctx) { runArgExtreme(ctx, true); });
   registry.add("ArgMin", [](KernelContext& ctx) { runArgExtreme(ctx, false); });
   registry.add("Softmax", [](KernelContext& ctx) { runSoftmax(ctx, kernels::SoftmaxKind::kSoftmax); });
