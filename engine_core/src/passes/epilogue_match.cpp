@@ -87,6 +87,17 @@ std::optional<std::pair<size_t, std::string>> matchResidualAdd(const Network& ne
   return std::make_pair(*reader, *other);
 }
 
+// Writes the epilogue attributes of `match` into the fused layer.
+void setEpilogueAttributes(Layer& fused, const EpilogueMatch& match) {
+  if (!match.activation.empty()) {
+    fused.attributes[fused::kActivation] = match.activation;
+    fused.attributes[fused::kActivationAlpha] = match.alpha;
+    fused.attributes[fused::kActivationBeta] = match.beta;
+  }
+  if (!match.residual.empty())
+    fused.attributes[fused::kResidualBeforeActivation] = int64_t(match.residualBeforeActivation ? 1 : 0);
+}
+
 }  // namespace
 
 void matchEpilogueTail(const Network& network, const GraphIndex& index, EpilogueMatch& match) {
@@ -122,14 +133,41 @@ std::optional<BiasAdd> matchBiasAdd(const Network& network, const GraphIndex& in
   return BiasAdd{*reader, *other};
 }
 
-void setEpilogueAttributes(Layer& fused, const EpilogueMatch& match) {
-  if (!match.activation.empty()) {
-    fused.attributes[fused::kActivation] = match.activation;
-    fused.attributes[fused::kActivationAlpha] = match.alpha;
-    fused.attributes[fused::kActivationBeta] = match.beta;
+void EpilogueFusionPass::apply(Network& network, PassContext& context) {
+  repeatUntilStable(network, [&](Network& net) { return sweep(net, context); });
+}
+
+size_t EpilogueFusionPass::sweep(Network& network, PassContext& context) const {
+  GraphIndex index(network);
+  Rewriter rewriter(network);
+  for (size_t i : network.topologicalOrder()) {
+    const Layer& anchor = network.layers()[i];
+    auto candidate = match(network, index, anchor);
+    if (!candidate || candidate->match.layers.empty()) continue;
+    std::vector<size_t> group{i};
+    group.insert(group.end(), candidate->match.layers.begin(), candidate->match.layers.end());
+    if (rewriter.claimed(group)) continue;
+
+    Layer& fusedLayer = candidate->fused;
+    fusedLayer.domain = fused::kDomain;
+    fusedLayer.opType = fusedOpType_;
+    fusedLayer.attributes[fused::kBase] = anchor.opType;
+    setEpilogueAttributes(fusedLayer, candidate->match);
+    if (!candidate->match.residual.empty()) fusedLayer.inputs.push_back(candidate->match.residual);
+    while (!fusedLayer.inputs.empty() && fusedLayer.inputs.back().empty()) fusedLayer.inputs.pop_back();
+    fusedLayer.outputs = {candidate->match.output};
+    fusedLayer.origins.clear();
+    if (!context.supports(fusedLayer)) continue;
+    if (candidate->newBias) {
+      std::string name = uniqueTensorName(network, anchor.name + "_fused_bias");
+      network.addConstant(name, *candidate->newBias);
+      fusedLayer.inputs.resize(std::max<size_t>(fusedLayer.inputs.size(), 3));
+      fusedLayer.inputs[2] = name;
+    }
+    context.note("fused " + describeLayers(network, group) + " into " + std::string(fused::kDomain) + "." + fusedOpType_);
+    rewriter.replace(group, std::move(fusedLayer));
   }
-  if (!match.residual.empty())
-    fused.attributes[fused::kResidualBeforeActivation] = int64_t(match.residualBeforeActivation ? 1 : 0);
+  return rewriter.commit();
 }
 
 }  // namespace kiln::passes

@@ -2,6 +2,7 @@
 // Matching of the epilogue shared by the Conv and MatMul fusions: after the anchor's output, an
 // optional residual Add, an activation, and (if none came before) a residual Add after it.
 #include "graph_utils.h"
+#include "pass.h"
 
 #include <functional>
 #include <string>
@@ -31,7 +32,26 @@ struct BiasAdd {
 std::optional<BiasAdd> matchBiasAdd(const Network& network, const GraphIndex& index, const std::string& tensor,
                                     const std::function<bool(const HostTensor&)>& acceptBias);
 
-// Writes the epilogue attributes of `match` into the fused layer.
-void setEpilogueAttributes(Layer& fused, const EpilogueMatch& match);
+// The driver shared by the Conv and MatMul epilogue fusions. A subclass recognises an anchor and
+// its epilogue and sets the fused layer's inputs; the driver applies the guards (nothing claimed
+// twice in a sweep, backend support), names the fused op, and rewrites.
+class EpilogueFusionPass : public Pass {
+ protected:
+  struct Candidate {
+    EpilogueMatch match;
+    Layer fused;                        // a copy of the anchor with the fused layer's inputs
+    std::optional<HostTensor> newBias;  // a bias folded at build time, added as input 2
+  };
+  explicit EpilogueFusionPass(std::string fusedOpType) : fusedOpType_(std::move(fusedOpType)) {}
+  // The anchor's fusion, or nullopt when `anchor` is not a layer this pass fuses.
+  virtual std::optional<Candidate> match(const Network& network, const GraphIndex& index,
+                                         const Layer& anchor) const = 0;
+
+ private:
+  void apply(Network& network, PassContext& context) final;
+  size_t sweep(Network& network, PassContext& context) const;
+
+  std::string fusedOpType_;
+};
 
 }  // namespace kiln::passes

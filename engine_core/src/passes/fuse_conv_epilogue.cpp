@@ -27,73 +27,46 @@ bool isPerChannel(const HostTensor& value, size_t outputRank, int64_t channels) 
   return true;
 }
 
-class FuseConvEpiloguePass final : public Pass {
+// The convolution's B (if any) plus the Add's per-channel constant, as a [M] tensor.
+HostTensor combinedBias(const HostTensor* own, const HostTensor& added) {
+  HostTensor sum = added.clone().reshaped({added.elementCount()});
+  if (own)
+    for (int64_t c = 0; c < sum.elementCount(); ++c) sum.data<float>()[c] += own->data<float>()[c];
+  return sum;
+}
+
+class FuseConvEpiloguePass final : public EpilogueFusionPass {
  public:
+  FuseConvEpiloguePass() : EpilogueFusionPass(fused::kFusedConv) {}
   std::string name() const override { return "FuseConvEpilogue"; }
 
  private:
-  void apply(Network& network, PassContext& context) override {
-    repeatUntilStable(network, [&](Network& net) { return sweep(net, context); });
-  }
+  std::optional<Candidate> match(const Network& network, const GraphIndex& index,
+                                 const Layer& conv) const override {
+    if (!(isOp(conv, "Conv") || isOp(conv, "ConvTranspose")) || !conv.hasOutput(0) || conv.outputs.size() != 1)
+      return std::nullopt;
+    const Tensor* out = network.findTensor(conv.outputs[0]);
+    auto channels = outputChannels(network, conv);
+    if (!out || out->dtype != DataType::kFloat32 || !channels) return std::nullopt;
 
-  size_t sweep(Network& network, PassContext& context) {
-    GraphIndex index(network);
-    Rewriter rewriter(network);
-    for (size_t i : network.topologicalOrder()) {
-      const Layer& conv = network.layers()[i];
-      if (!(isOp(conv, "Conv") || isOp(conv, "ConvTranspose")) || !conv.hasOutput(0) || conv.outputs.size() != 1)
-        continue;
-      const Tensor* out = network.findTensor(conv.outputs[0]);
-      auto channels = outputChannels(network, conv);
-      if (!out || out->dtype != DataType::kFloat32 || !channels) continue;
-
-      EpilogueMatch match;
-      match.output = conv.outputs[0];
-      std::optional<HostTensor> bias;
-      const HostTensor* ownBias = conv.hasInput(2) ? constantValue(network, conv.inputs[2]) : nullptr;
-      bool biasFoldable = !conv.hasInput(2) || (ownBias && ownBias->dtype() == DataType::kFloat32 &&
-                                                 ownBias->elementCount() == *channels);
-      if (biasFoldable) {
-        auto accept = [&](const HostTensor& v) { return isPerChannel(v, out->shape.rank(), *channels); };
-        if (auto add = matchBiasAdd(network, index, match.output, accept)) {
-          bias = combinedBias(ownBias, *constantValue(network, add->constant));
-          match.layers.push_back(add->layer);
-          match.output = index.layer(add->layer).outputs[0];
-        }
+    Candidate candidate{{}, conv, std::nullopt};
+    EpilogueMatch& epilogue = candidate.match;
+    epilogue.output = conv.outputs[0];
+    const HostTensor* ownBias = conv.hasInput(2) ? constantValue(network, conv.inputs[2]) : nullptr;
+    bool biasFoldable = !conv.hasInput(2) || (ownBias && ownBias->dtype() == DataType::kFloat32 &&
+                                               ownBias->elementCount() == *channels);
+    if (biasFoldable) {
+      auto accept = [&](const HostTensor& v) { return isPerChannel(v, out->shape.rank(), *channels); };
+      if (auto add = matchBiasAdd(network, index, epilogue.output, accept)) {
+        candidate.newBias = combinedBias(ownBias, *constantValue(network, add->constant));
+        epilogue.layers.push_back(add->layer);
+        epilogue.output = index.layer(add->layer).outputs[0];
       }
-      matchEpilogueTail(network, index, match);
-      std::vector<size_t> group{i};
-      group.insert(group.end(), match.layers.begin(), match.layers.end());
-      if (match.layers.empty() || rewriter.claimed(group)) continue;
-
-      Layer fusedLayer = conv;
-      fusedLayer.domain = fused::kDomain;
-      fusedLayer.opType = fused::kFusedConv;
-      fusedLayer.attributes[fused::kBase] = conv.opType;
-      setEpilogueAttributes(fusedLayer, match);
-      fusedLayer.inputs.resize(2);
-      fusedLayer.inputs.push_back(conv.hasInput(2) ? conv.inputs[2] : "");
-      if (!match.residual.empty()) fusedLayer.inputs.push_back(match.residual);
-      fusedLayer.outputs = {match.output};
-      fusedLayer.origins.clear();
-      if (!context.supports(fusedLayer)) continue;
-      if (bias) {
-        std::string name = uniqueTensorName(network, conv.name + "_fused_bias");
-        network.addConstant(name, *bias);
-        fusedLayer.inputs[2] = name;
-      }
-      context.note("fused " + describeLayers(network, group) + " into kiln.FusedConv");
-      rewriter.replace(group, std::move(fusedLayer));
     }
-    return rewriter.commit();
-  }
-
-  // The convolution's B (if any) plus the Add's per-channel constant, as a [M] tensor.
-  static HostTensor combinedBias(const HostTensor* own, const HostTensor& added) {
-    HostTensor sum = added.clone().reshaped({added.elementCount()});
-    if (own)
-      for (int64_t c = 0; c < sum.elementCount(); ++c) sum.data<float>()[c] += own->data<float>()[c];
-    return sum;
+    matchEpilogueTail(network, index, epilogue);
+    candidate.fused.inputs.resize(2);
+    candidate.fused.inputs.push_back(conv.hasInput(2) ? conv.inputs[2] : "");
+    return candidate;
   }
 };
 
