@@ -5,6 +5,7 @@
 // Comparisons and min/max follow the SSE/AVX rules (on NaN the second operand wins), which the
 // scalar forms reproduce, so NaN inputs come out as NaN when they are passed second.
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 
@@ -15,21 +16,25 @@
 
 namespace kiln::kernels::lanes {
 
-// ---- scalar lane ----
-inline float mulAdd(float a, float b, float c) {
+// ---- scalar lanes: float (loop tails) and double (no vector lane; same formulas) ----
+template <std::floating_point T>
+inline T mulAdd(T a, T b, T c) {
 #if defined(__FMA__)
   return std::fma(a, b, c);
 #else
   return a * b + c;
 #endif
 }
-inline float maxOf(float a, float b) { return a > b ? a : b; }
-inline float minOf(float a, float b) { return a < b ? a : b; }
-inline float absOf(float a) { return std::fabs(a); }
-inline float roundToEven(float a) { return std::nearbyint(a); }
-inline float select(bool mask, float whenTrue, float whenFalse) { return mask ? whenTrue : whenFalse; }
-inline bool less(float a, float b) { return a < b; }
-inline bool greater(float a, float b) { return a > b; }
+template <std::floating_point T> inline T maxOf(T a, T b) { return a > b ? a : b; }
+template <std::floating_point T> inline T minOf(T a, T b) { return a < b ? a : b; }
+template <std::floating_point T> inline T absOf(T a) { return std::fabs(a); }
+template <std::floating_point T> inline T roundToEven(T a) { return std::nearbyint(a); }
+template <std::floating_point T> inline T select(bool mask, T whenTrue, T whenFalse) { return mask ? whenTrue : whenFalse; }
+template <std::floating_point T> inline bool less(T a, T b) { return a < b; }
+template <std::floating_point T> inline bool greater(T a, T b) { return a > b; }
+template <std::floating_point T> inline T sqrtOf(T a) { return std::sqrt(a); }
+template <std::floating_point T> inline T floorOf(T a) { return std::floor(a); }
+template <std::floating_point T> inline T ceilOf(T a) { return std::ceil(a); }
 inline bool equal(float a, float b) { return a == b; }
 inline bool isNaN(float a) { return a != a; }
 // x = mantissa * 2^exponent with the mantissa in [0.5, 1), for positive normal x.
@@ -50,29 +55,7 @@ inline float powerOfTwo(float n) {
   std::memcpy(&result, &bits, sizeof result);
   return result;
 }
-inline float sqrtOf(float a) { return std::sqrt(a); }
-inline float floorOf(float a) { return std::floor(a); }
-inline float ceilOf(float a) { return std::ceil(a); }
 inline float load(const float* p, float) { return *p; }
-
-// double has no vector lane; these let the same lane-generic formulas run on double.
-inline double mulAdd(double a, double b, double c) {
-#if defined(__FMA__)
-  return std::fma(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
-inline double maxOf(double a, double b) { return a > b ? a : b; }
-inline double minOf(double a, double b) { return a < b ? a : b; }
-inline double absOf(double a) { return std::fabs(a); }
-inline double roundToEven(double a) { return std::nearbyint(a); }
-inline double select(bool mask, double whenTrue, double whenFalse) { return mask ? whenTrue : whenFalse; }
-inline bool less(double a, double b) { return a < b; }
-inline bool greater(double a, double b) { return a > b; }
-inline double sqrtOf(double a) { return std::sqrt(a); }
-inline double floorOf(double a) { return std::floor(a); }
-inline double ceilOf(double a) { return std::ceil(a); }
 inline void store(float* p, float v) { *p = v; }
 
 #if KILN_FLOAT8_LANES

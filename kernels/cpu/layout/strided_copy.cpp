@@ -144,9 +144,11 @@ void copyStrided(const T* src, T* dst, std::vector<int64_t> dims, std::vector<in
   });
 }
 
-template <class T>
-void concatBlocks(const std::vector<const T*>& parts, const std::vector<int64_t>& axisSizes, T* dst,
-                  int64_t outer, int64_t inner) {
+// Copies each part's block of every outer row between the parts and the joined tensor: from the
+// parts when they are const (concat), into them otherwise (split, where a null part is skipped).
+template <class Joined, class Part>
+void copyBlocks(Joined* joined, const std::vector<Part*>& parts, const std::vector<int64_t>& axisSizes,
+                int64_t outer, int64_t inner) {
   int64_t total = 0;
   std::vector<int64_t> starts;
   for (int64_t size : axisSizes) {
@@ -158,30 +160,25 @@ void concatBlocks(const std::vector<const T*>& parts, const std::vector<int64_t>
   parallelFor(outer * count, std::max<int64_t>(1, kCopyGrainElements / rowElements), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       int64_t o = task / count, p = task % count;
+      if (!parts[p]) continue;
       int64_t block = axisSizes[p] * inner;
-      std::copy_n(parts[p] + o * block, block, dst + (o * total + starts[p]) * inner);
+      Joined* whole = joined + (o * total + starts[p]) * inner;
+      if constexpr (std::is_const_v<Part>) std::copy_n(parts[p] + o * block, block, whole);
+      else std::copy_n(whole, block, parts[p] + o * block);
     }
   });
 }
 
 template <class T>
+void concatBlocks(const std::vector<const T*>& parts, const std::vector<int64_t>& axisSizes, T* dst,
+                  int64_t outer, int64_t inner) {
+  copyBlocks(dst, parts, axisSizes, outer, inner);
+}
+
+template <class T>
 void splitBlocks(const T* src, const std::vector<T*>& parts, const std::vector<int64_t>& axisSizes, int64_t outer,
                  int64_t inner) {
-  int64_t total = 0;
-  std::vector<int64_t> starts;
-  for (int64_t size : axisSizes) {
-    starts.push_back(total);
-    total += size;
-  }
-  int64_t count = int64_t(parts.size());
-  int64_t rowElements = std::max<int64_t>(1, total * inner / std::max<int64_t>(1, count));
-  parallelFor(outer * count, std::max<int64_t>(1, kCopyGrainElements / rowElements), [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      int64_t o = task / count, p = task % count;
-      int64_t block = axisSizes[p] * inner;
-      if (parts[p]) std::copy_n(src + (o * total + starts[p]) * inner, block, parts[p] + o * block);
-    }
-  });
+  copyBlocks(src, parts, axisSizes, outer, inner);
 }
 
 #define KILN_INSTANTIATE(T)                                                                                     \

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #endif
 #include <cmath>
+#include <concepts>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -71,24 +72,16 @@ inline float sumExp(const float* x, float* y, int64_t n, float shift) {
   }
   return sum;
 }
-#else
-inline float rowMax(const float* x, int64_t n) { return *std::max_element(x, x + n); }
-inline float sumExp(const float* x, float* y, int64_t n, float shift) {
-  float sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float e = std::exp(x[i] - shift);
-    if (y) y[i] = e;
-    sum += e;
-  }
-  return sum;
-}
 #endif
 
-inline double rowMax(const double* x, int64_t n) { return *std::max_element(x, x + n); }
-inline double sumExp(const double* x, double* y, int64_t n, double shift) {
-  double sum = 0;
+// The scalar forms: double always, float where there is no AVX2.
+template <std::floating_point A>
+inline A rowMax(const A* x, int64_t n) { return *std::max_element(x, x + n); }
+template <std::floating_point A>
+inline A sumExp(const A* x, A* y, int64_t n, A shift) {
+  A sum = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const double e = std::exp(x[i] - shift);
+    const A e = std::exp(x[i] - shift);
     if (y) y[i] = e;
     sum += e;
   }
