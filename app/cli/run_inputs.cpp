@@ -4,18 +4,15 @@
 #include <kiln/error.h>
 #include <kiln/npy.h>
 #include <kiln/onnx_importer.h>
-
-#include "kernels/cpu/common/numeric_types.h"  // the element types HostTensor::data<T>() names
+#include <kiln/random_data.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
-#include <type_traits>
 
 namespace kiln::cli {
 namespace {
@@ -102,54 +99,7 @@ std::vector<int64_t> shapeForRandom(const Tensor& declared, const std::optional<
   return declared.shape.knownDims();
 }
 
-// SplitMix64: tiny, seedable, and gives the same numbers on every platform (unlike std distributions).
-class RandomBits {
- public:
-  explicit RandomBits(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return double(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-
- private:
-  uint64_t state_;
-};
-
-uint64_t hashName(const std::string& name) {  // FNV-1a: stable across runs and platforms
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
-
-// Sensible, never-zero values: floats in [-1, 1), signed ints in [-10, 10], unsigned in [1, 20].
-template <class T>
-T randomValue(RandomBits& bits) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return (bits.next() & 1) != 0;
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    return "kiln" + std::to_string(bits.next() % 1000);
-  } else if constexpr (std::is_integral_v<T>) {
-    int64_t k = int64_t(bits.next() % 20);
-    if constexpr (std::is_signed_v<T>) return T(k < 10 ? k - 10 : k - 9);
-    else return T(k + 1);
-  } else {
-    double v = bits.uniform() * 2 - 1;
-    if (std::abs(v) < 1.0 / 64) v = 0.5;  // keeps reduced-precision types away from zero
-    if constexpr (std::is_same_v<T, double>) return v;
-    else return T(float(v));
-  }
-}
-
-template <class T>
-void fillRandom(HostTensor& tensor, RandomBits& bits) {
-  T* out = tensor.data<T>();
-  for (int64_t i = 0; i < tensor.elementCount(); ++i) out[i] = randomValue<T>(bits);
-}
-
-HostTensor randomTensor(const Tensor& declared, std::vector<int64_t> dims, uint64_t seed) {
+HostTensor randomInput(const Tensor& declared, std::vector<int64_t> dims, uint64_t seed) {
   int64_t count = 1;
   for (int64_t d : dims) {
     if (d != 0 && count > kMaxRandomElements / d)
@@ -158,28 +108,7 @@ HostTensor randomTensor(const Tensor& declared, std::vector<int64_t> dims, uint6
   }
   if (declared.dtype == DataType::kUndefined)
     usage("input '" + declared.name + "' declares no element type; give it with --input " + declared.name + "=FILE");
-  HostTensor tensor(declared.dtype, std::move(dims));
-  RandomBits bits(seed ^ hashName(declared.name));
-  switch (declared.dtype) {
-    case DataType::kFloat32: fillRandom<float>(tensor, bits); break;
-    case DataType::kFloat16: fillRandom<kernels::Float16>(tensor, bits); break;
-    case DataType::kBFloat16: fillRandom<kernels::BFloat16>(tensor, bits); break;
-    case DataType::kFloat64: fillRandom<double>(tensor, bits); break;
-    case DataType::kFloat8E4M3: fillRandom<kernels::Float8E4M3>(tensor, bits); break;
-    case DataType::kFloat8E5M2: fillRandom<kernels::Float8E5M2>(tensor, bits); break;
-    case DataType::kInt8: fillRandom<int8_t>(tensor, bits); break;
-    case DataType::kInt16: fillRandom<int16_t>(tensor, bits); break;
-    case DataType::kInt32: fillRandom<int32_t>(tensor, bits); break;
-    case DataType::kInt64: fillRandom<int64_t>(tensor, bits); break;
-    case DataType::kUInt8: fillRandom<uint8_t>(tensor, bits); break;
-    case DataType::kUInt16: fillRandom<uint16_t>(tensor, bits); break;
-    case DataType::kUInt32: fillRandom<uint32_t>(tensor, bits); break;
-    case DataType::kUInt64: fillRandom<uint64_t>(tensor, bits); break;
-    case DataType::kBool: fillRandom<bool>(tensor, bits); break;
-    case DataType::kString: fillRandom<std::string>(tensor, bits); break;
-    case DataType::kUndefined: break;
-  }
-  return tensor;
+  return randomTensor(declared.dtype, std::move(dims), seedForTensor(seed, declared.name));
 }
 
 }  // namespace
@@ -205,7 +134,7 @@ std::vector<PreparedInput> prepareInputs(const Network& net, const InputRequest&
             ", which kiln run cannot generate; give it with --input " + name + "=FILE.pb");
     std::optional<std::vector<int64_t>> given;
     if (shape != shapes.end()) given = shape->second;
-    prepared.push_back({name, Value(randomTensor(declared, shapeForRandom(declared, given), request.seed)), ""});
+    prepared.push_back({name, Value(randomInput(declared, shapeForRandom(declared, given), request.seed)), ""});
   }
   return prepared;
 }

@@ -4,39 +4,13 @@
 
 #include <kiln/error.h>
 #include <kiln/onnx_importer.h>
+#include <kiln/random_data.h>
 
 #include <QDir>
 #include <QFileInfo>
 
-#include <random>
-
 namespace kiln::views {
 namespace {
-
-template <class T, class Distribution>
-void fill(HostTensor& tensor, std::mt19937_64& random, Distribution distribution) {
-  T* values = tensor.data<T>();
-  for (int64_t i = 0; i < tensor.elementCount(); ++i) values[i] = T(distribution(random));
-}
-
-HostTensor randomTensor(const IOTensorInfo& input, const std::vector<int64_t>& dims, std::mt19937_64& random) {
-  HostTensor tensor(input.dtype, dims);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int64_t> small(0, 3);  // valid as indices into most axes
-  switch (input.dtype) {
-    case DataType::kFloat32: fill<float>(tensor, random, real); break;
-    case DataType::kFloat64: fill<double>(tensor, random, real); break;
-    case DataType::kInt32: fill<int32_t>(tensor, random, small); break;
-    case DataType::kInt64: fill<int64_t>(tensor, random, small); break;
-    case DataType::kUInt8: fill<uint8_t>(tensor, random, small); break;
-    case DataType::kBool: fill<bool>(tensor, random, std::bernoulli_distribution(0.5)); break;
-    default:
-      throw Error(ErrorCode::kUnsupported, "input '" + input.name + "' has type " + std::string(toString(input.dtype)) +
-                                               ", which Kiln Studio cannot make random values for; "
-                                               "give a folder with " + input.name + ".npy instead");
-  }
-  return tensor;
-}
 
 // ONNX names may hold characters that cannot be in file names.
 QString fileStem(const std::string& name) {
@@ -97,10 +71,9 @@ std::map<std::string, HostTensor> makeInputs(const std::vector<IOTensorInfo>& io
       if (tensor.isInput) inputs[tensor.name] = readInputFile(folder, tensor, position++);
     return inputs;
   }
-  std::mt19937_64 random(source.seed);
   const auto shapes = runShapes(io, profiles);
   for (const auto& tensor : io)
-    if (tensor.isInput) inputs[tensor.name] = randomTensor(tensor, shapes.at(tensor.name), random);
+    if (tensor.isInput) inputs[tensor.name] = randomTensor(tensor.dtype, shapes.at(tensor.name), seedForTensor(source.seed, tensor.name));
   return inputs;
 }
 
