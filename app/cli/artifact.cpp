@@ -25,6 +25,8 @@ Artifact loadArtifact(const std::string& path) {
       else a.network->markOutput(io.name);
     }
     a.runner = makeEngineRunner(a.engine);
+    if (!a.engine->profiles().empty())
+      for (const auto& [name, range] : a.engine->profiles().front().inputs) a.defaultShapes[name] = range.opt;
   } else {
     a.network = OnnxImporter().importFile(path);
     a.runner = makeReferenceRunner(a.network);

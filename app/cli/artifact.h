@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln::cli {
 
@@ -15,6 +16,9 @@ struct Artifact {
   std::shared_ptr<Network> network;  // the model; for a plan, a network declaring the engine's inputs
   std::shared_ptr<Engine> engine;    // set for plans
   Runner runner;
+  // For a plan: each input's opt shape in the first optimisation profile, the shape random inputs
+  // get when --shapes does not give one.
+  std::map<std::string, std::vector<int64_t>> defaultShapes;
   bool isPlan() const { return engine != nullptr; }
 };
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cctype>
 #include <set>
 #include <sstream>
@@ -110,12 +111,34 @@ class TerminalProgress : public BuildObserver {
   bool drawn_ = false;
 };
 
+// trtexec's manners: with no profile given, every dynamic dim is built as 1, with a warning that
+// says how to ask for a range.
+std::optional<OptimizationProfile> defaultProfile(const Network& network, Logger& logger) {
+  OptimizationProfile profile;
+  for (const auto& name : network.runtimeInputs()) {
+    const Shape& shape = network.tensor(name).shape;
+    if (!shape.hasRank() || shape.isFullyKnown()) continue;
+    std::vector<int64_t> dims;
+    for (const Dim& d : shape.dims()) dims.push_back(d.isKnown() ? d.value() : 1);
+    logger.log(Severity::kWarning, "input '" + name + "' has dynamic shape " + shape.toString() +
+                                       " and no profile was given; building for " + dimsToString(dims) +
+                                       " (give --min-shapes/--opt-shapes/--max-shapes " + name + ":... for a range)");
+    profile.inputs[name] = {dims, dims, dims};
+  }
+  if (profile.inputs.empty()) return std::nullopt;
+  return profile;
+}
+
+// Warnings and errors on stderr; on a terminal each first clears the progress bar's line.
 class StderrLogger : public Logger {
  public:
   void log(Severity severity, const std::string& message) override {
     if (severity == Severity::kWarning || severity == Severity::kError)
-      std::cerr << "\r\033[Kkiln: " << toString(severity) << ": " << message << "\n";
+      std::cerr << (clearLine_ ? "\r\033[K" : "") << "kiln: " << toString(severity) << ": " << message << "\n";
   }
+
+ private:
+  bool clearLine_ = ::isatty(STDERR_FILENO);
 };
 
 void runBuild(const BuildOptions& o) {
@@ -144,6 +167,8 @@ void runBuild(const BuildOptions& o) {
   }
   auto network = OnnxImporter().importFile(o.modelPath);
   StderrLogger logger;
+  if (config.profiles.empty())
+    if (auto profile = defaultProfile(*network, logger)) config.profiles.push_back(std::move(*profile));
   BuildResult result;
   {
     TerminalProgress progress;

@@ -32,7 +32,9 @@ void runCompare(const CompareOptions& o) {
   Artifact a = loadArtifact(o.first);
   Artifact b = loadArtifact(o.second);
   std::map<std::string, Value> values;
-  for (auto& input : prepareInputs(*a.network, o.inputs)) values[input.name] = std::move(input.value);
+  InputRequest request = o.inputs;
+  request.defaultShapes = a.isPlan() ? a.defaultShapes : b.defaultShapes;
+  for (auto& input : prepareInputs(*a.network, request)) values[input.name] = std::move(input.value);
   auto report = compareRunners(a.runner, b.runner, tensorInputs(values), o.tolerance, o.perLayer);
   std::cout << "comparing " << o.second << " against " << o.first << " (atol " << o.tolerance.atol << ", rtol "
             << o.tolerance.rtol << ")\n";

@@ -26,7 +26,9 @@ void runProfile(const ProfileOptions& o) {
   if (!plan.isPlan())
     throw Error(ErrorCode::kInvalidArgument, "'" + o.planPath + "' is not a plan; build one first with `kiln build MODEL --save PLAN`");
   std::map<std::string, Value> values;
-  for (auto& input : prepareInputs(*plan.network, o.inputs)) values[input.name] = std::move(input.value);
+  InputRequest request = o.inputs;
+  request.defaultShapes = plan.defaultShapes;
+  for (auto& input : prepareInputs(*plan.network, request)) values[input.name] = std::move(input.value);
   ProfileReport report = profileEngine(*plan.engine, tensorInputs(values), o.iterations, o.warmup);
   auto layers = report.layers;
   std::sort(layers.begin(), layers.end(), [](const auto& x, const auto& y) { return x.medianMs > y.medianMs; });

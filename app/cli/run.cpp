@@ -110,7 +110,9 @@ void writeAll(const std::vector<OutputFile>& files, const std::string& dir) {
 void runModel(const RunOptions& options) {
   Artifact artifact = loadArtifact(options.modelPath);
   const std::shared_ptr<Network>& net = artifact.network;
-  std::vector<PreparedInput> inputs = prepareInputs(*net, options.inputs);
+  InputRequest request = options.inputs;
+  request.defaultShapes = artifact.defaultShapes;
+  std::vector<PreparedInput> inputs = prepareInputs(*net, request);
   ValueMap feed;
   std::cout << "inputs:\n";
   for (auto& input : inputs) {

@@ -82,12 +82,14 @@ Value loadInputFile(const Tensor& declared, const std::string& path) {
   return Value(readNpyFile(path));
 }
 
-std::vector<int64_t> shapeForRandom(const Tensor& declared, const std::optional<std::vector<int64_t>>& given) {
+std::vector<int64_t> shapeForRandom(const Tensor& declared, const std::optional<std::vector<int64_t>>& given,
+                                    const InputRequest& request) {
   const std::string& name = declared.name;
   if (given) {
     checkFitsDeclared(declared, *given, "--shapes " + name);
     return *given;
   }
+  if (auto fallback = request.defaultShapes.find(name); fallback != request.defaultShapes.end()) return fallback->second;
   if (!declared.shape.hasRank())
     usage("input '" + name + "' has no declared shape; give one with --shapes " + name + ":DIMS (e.g. 1x3x224x224)");
   std::string example;
@@ -134,7 +136,7 @@ std::vector<PreparedInput> prepareInputs(const Network& net, const InputRequest&
             ", which kiln run cannot generate; give it with --input " + name + "=FILE.pb");
     std::optional<std::vector<int64_t>> given;
     if (shape != shapes.end()) given = shape->second;
-    prepared.push_back({name, Value(randomInput(declared, shapeForRandom(declared, given), request.seed)), ""});
+    prepared.push_back({name, Value(randomInput(declared, shapeForRandom(declared, given, request), request.seed)), ""});
   }
   return prepared;
 }

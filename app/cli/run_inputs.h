@@ -5,6 +5,7 @@
 #include <kiln/reference_executor.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ struct InputRequest {
   std::vector<std::string> inputFiles;  // "NAME=FILE"
   std::vector<std::string> shapes;      // "NAME:1x3x224x224", possibly several joined by ','
   uint64_t seed = 0;
+  // Shapes for random inputs that --shapes leaves open and the model does not fix (a plan's
+  // profile-0 opt shapes, as trtexec does).
+  std::map<std::string, std::vector<int64_t>> defaultShapes;
 };
 
 struct PreparedInput {

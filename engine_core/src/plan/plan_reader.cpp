@@ -10,7 +10,7 @@ namespace kiln {
 namespace {
 
 [[noreturn]] void corrupt(const std::string& why) {
-  throw Error(ErrorCode::kInvalidArgument, "the plan is corrupt or not a Kiln plan: " + why +
+  throw Error(ErrorCode::kInvalidModel, "the plan is corrupt or not a Kiln plan: " + why +
                                                "; rebuild it with `kiln build`");
 }
 
@@ -160,7 +160,7 @@ std::shared_ptr<EngineDescription> readPlan(const std::vector<uint8_t>& bytes) {
   std::memcpy(&h, bytes.data(), sizeof h);
   if (std::memcmp(h.magic, kPlanMagic, 8) != 0) corrupt("the file does not start with the KILNPLAN magic");
   if (h.formatVersion != kPlanFormatVersion)
-    throw Error(ErrorCode::kInvalidArgument, "the plan has format version " + std::to_string(h.formatVersion) +
+    throw Error(ErrorCode::kUnsupported, "the plan has format version " + std::to_string(h.formatVersion) +
                                                  ", this Kiln reads version " + std::to_string(kPlanFormatVersion) +
                                                  "; rebuild the plan with this Kiln");
   uint64_t size = bytes.size();

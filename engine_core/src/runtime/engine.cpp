@@ -59,9 +59,9 @@ std::shared_ptr<Engine> Runtime::load(const std::vector<uint8_t>& plan) const {
                                              "' (compute capability " + d->info.computeCapability +
                                              "); this Kiln runs it only on that device with the CUDA backend");
   if (d->info.backend != "cpu")
-    throw Error(ErrorCode::kInvalidArgument, "the plan names an unknown backend '" + d->info.backend + "'");
+    throw Error(ErrorCode::kUnsupported, "the plan names an unknown backend '" + d->info.backend + "'");
   if (d->decisions.size() != d->network->layers().size())
-    throw Error(ErrorCode::kInvalidArgument, "the plan's layer decisions do not match its layers; rebuild it");
+    throw Error(ErrorCode::kInvalidModel, "the plan's layer decisions do not match its layers; rebuild it");
   // Weights stored in a reduced type are widened back to the layer's compute type once, here.
   for (const auto& name : d->network->tensorNames()) {
     Tensor& t = d->network->tensor(name);
