@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
   # Kiln Studio: Qt 6 widgets, charts, SVG; Graphviz for graph layout; fonts for rendering
   qt6-base-dev qt6-charts-dev qt6-svg-dev libgraphviz-dev fonts-dejavu-core
+  # packaging checks (desktop file, AppStream metadata)
+  desktop-file-utils appstream
   # regenerating the bundled sample model (resources/models/make_sample_model.py)
   python3-onnx python3-numpy
 )
