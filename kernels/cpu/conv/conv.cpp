@@ -293,7 +293,9 @@ void convolution(const ConvShape& s, const float* x, const float* w, const float
       convolutionOntoBias(s, x, w, bias, y);
       return applyEpilogue(y, s.batch * s.outChannels * s.window.outSize(), epilogue);
     case ConvAlgorithm::kDirect:
-      return directConvolution(s, x, packDirectConvWeights(s, w).data(), bias, epilogue, y, scratch);
+      return directConvolution(
+          s, x, packDirectConvWeights(s.group, s.outChannels, s.inChannels / s.group, s.window.kernelSize(), w).data(),
+          bias, epilogue, y, scratch);
     default:
       return gemmConvolutionWithEpilogue(s, x, w, bias, epilogue, y, a == ConvAlgorithm::kIm2colGemm, scratch);
   }

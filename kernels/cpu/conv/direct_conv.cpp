@@ -105,11 +105,11 @@ int64_t channelBlocks(int64_t channelsPerGroup) {
 
 }  // namespace
 
-std::vector<float> packDirectConvWeights(const ConvShape& s, const float* w) {
-  const int64_t cPerGroup = s.inChannels / s.group, mPerGroup = s.outChannels / s.group;
-  const int64_t taps = s.window.kernelSize(), blocks = channelBlocks(mPerGroup);
-  std::vector<float> packed(size_t(s.group * blocks * cPerGroup * taps * kDirectConvChannelBlock), 0.0f);
-  for (int64_t g = 0; g < s.group; ++g)
+std::vector<float> packDirectConvWeights(int64_t group, int64_t outChannels, int64_t cPerGroup, int64_t taps,
+                                         const float* w) {
+  const int64_t mPerGroup = outChannels / group, blocks = channelBlocks(mPerGroup);
+  std::vector<float> packed(size_t(group * blocks * cPerGroup * taps * kDirectConvChannelBlock), 0.0f);
+  for (int64_t g = 0; g < group; ++g)
     for (int64_t b = 0; b < blocks; ++b)
       for (int64_t c = 0; c < cPerGroup; ++c)
         for (int64_t k = 0; k < taps; ++k) {

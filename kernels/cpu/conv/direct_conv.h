@@ -14,9 +14,10 @@ namespace kiln::kernels {
 // Output channels computed together (two AVX2 registers).
 constexpr int64_t kDirectConvChannelBlock = 16;
 
-// W[M, C/group, kernel...] repacked as [group][block of 16 output channels][C/group][kernel][16],
-// the last block of each group zero-filled.
-std::vector<float> packDirectConvWeights(const ConvShape& shape, const float* w);
+// W[M, C/group, kernel...] (kernelSize taps) repacked as
+// [group][block of 16 output channels][C/group][kernel][16], the last block of each group zero-filled.
+std::vector<float> packDirectConvWeights(int64_t group, int64_t outChannels, int64_t channelsPerGroup,
+                                         int64_t kernelSize, const float* w);
 
 // Scratch bytes: one zero-bordered image when the convolution has padding, else none.
 uint64_t directConvWorkspaceBytes(const ConvShape& shape);
