@@ -8,7 +8,7 @@
 namespace kiln {
 namespace {
 
-constexpr int kTimedRuns = 5;
+constexpr int kTimedRuns = 7;
 
 std::string attributeText(const Attribute& a) {
   const auto& v = a.value();
@@ -48,61 +48,109 @@ std::string TacticSelector::signature(const Network& network, const Layer& layer
   return key;
 }
 
-std::optional<double> TacticSelector::timeTactic(const Network& network, const Layer& layer, const Tactic& tactic,
-                                                 const TensorShapes& optShapes, std::string& why) {
-  DeviceAllocator& allocator = backend_.allocator();
-  auto stream = backend_.createStream();
-  std::vector<Value> storage(layer.inputs.size());
-  std::vector<const Value*> inputs(layer.inputs.size(), nullptr);
+// A candidate ready to time: its step with workspace and output buffers on the backend's device.
+struct TacticSelector::TimedRun {
+  const Tactic* tactic;
+  std::unique_ptr<Step> step;
+  DeviceBuffer workspace;
+  std::vector<DeviceBuffer> outputs;  // made by the first run, reused after
+  StepIO io;
+  std::vector<double> milliseconds;
+};
+
+std::optional<std::vector<Value>> TacticSelector::makeInputs(const Network& network, const Layer& layer,
+                                                             const TensorShapes& optShapes, Stream& stream,
+                                                             std::string& why) const {
+  std::vector<Value> values(layer.inputs.size());
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (size_t i = 0; i < layer.inputs.size(); ++i) {
     if (layer.inputs[i].empty()) continue;
     const Tensor& t = network.tensor(layer.inputs[i]);
     if (t.isConstant()) {
-      storage[i] = Value(*t.constant);  // weights: the step has its own copy where it needs one
-    } else {
-      auto shape = optShapes.find(t.name);
-      if (shape == optShapes.end() || t.dtype != DataType::kFloat32) {
-        why = "input '" + t.name + "' has no float32 value of known shape to time with";
-        return std::nullopt;
-      }
-      HostTensor host(DataType::kFloat32, shape->second);
-      for (int64_t k = 0; k < host.elementCount(); ++k) host.data<float>()[k] = dist(rng);
-      DeviceBuffer memory = allocateBuffer(allocator, host.byteSize(), 64);
-      stream->copy(memory.get(), host.rawData(), host.byteSize());
-      storage[i] = Value(HostTensor::inArena(DataType::kFloat32, shape->second, memory, 0));
+      values[i] = Value(*t.constant);  // weights: the step has its own copy where it needs one
+      continue;
     }
-    inputs[i] = &storage[i];
+    auto shape = optShapes.find(t.name);
+    if (shape == optShapes.end() || t.dtype != DataType::kFloat32) {
+      why = "input '" + t.name + "' has no float32 value of known shape to time with";
+      return std::nullopt;
+    }
+    HostTensor host(DataType::kFloat32, shape->second);
+    for (int64_t k = 0; k < host.elementCount(); ++k) host.data<float>()[k] = dist(rng);
+    DeviceBuffer memory = allocateBuffer(backend_.allocator(), host.byteSize(), 64);
+    stream.copy(memory.get(), host.rawData(), host.byteSize());
+    values[i] = Value(HostTensor::inArena(DataType::kFloat32, shape->second, memory, 0));
   }
-  auto step = backend_.instantiate(layer, tactic, layerWeights(network, layer));
-  const uint64_t workspaceBytes = step->workspaceBytes(inputs);
-  DeviceBuffer workspace = workspaceBytes ? allocateBuffer(allocator, workspaceBytes, 64) : nullptr;
-  std::vector<DeviceBuffer> outputs(layer.outputs.size());  // made by the first run, reused after
-  StepIO io;
-  io.inputs = inputs;
-  io.workspace = workspace.get();
-  io.workspaceBytes = workspaceBytes;
-  io.outputs = [&](size_t index, DataType dtype, const std::vector<int64_t>& dims) -> HostTensor {
+  return values;
+}
+
+std::unique_ptr<TacticSelector::TimedRun> TacticSelector::prepare(const Network& network, const Layer& layer,
+                                                                  const Tactic& tactic,
+                                                                  const std::vector<const Value*>& inputs,
+                                                                  Stream& stream) const {
+  DeviceAllocator& allocator = backend_.allocator();
+  auto run = std::make_unique<TimedRun>();
+  run->tactic = &tactic;
+  run->step = backend_.instantiate(layer, tactic, layerWeights(network, layer));
+  const uint64_t workspaceBytes = run->step->workspaceBytes(inputs);
+  if (workspaceBytes) run->workspace = allocateBuffer(allocator, workspaceBytes, 64);
+  run->outputs.resize(layer.outputs.size());
+  run->io.inputs = inputs;
+  run->io.workspace = run->workspace.get();
+  run->io.workspaceBytes = workspaceBytes;
+  run->io.outputs = [&allocator, outputs = &run->outputs](size_t index, DataType dtype,
+                                                           const std::vector<int64_t>& dims) -> HostTensor {
     if (byteSize(dtype) == 0) return {};
-    if (!outputs.at(index)) outputs[index] = allocateBuffer(allocator, uint64_t(elementCount(dims)) * byteSize(dtype), 64);
-    return HostTensor::inArena(dtype, dims, outputs[index], 0);
+    DeviceBuffer& memory = outputs->at(index);
+    if (!memory) memory = allocateBuffer(allocator, uint64_t(elementCount(dims)) * byteSize(dtype), 64);
+    return HostTensor::inArena(dtype, dims, memory, 0);
   };
-  io.subgraphs = [](const Network&, const std::vector<Value>&) -> std::vector<Value> {
+  run->io.subgraphs = [](const Network&, const std::vector<Value>&) -> std::vector<Value> {
     throw Error(ErrorCode::kUnsupported, "layers with subgraphs are not timed");
   };
-  auto start = backend_.createEvent(), end = backend_.createEvent();
-  step->enqueue(io, *stream);  // warm-up
-  std::vector<double> times;
-  for (int run = 0; run < kTimedRuns; ++run) {
-    start->record(*stream);
-    step->enqueue(io, *stream);
-    end->record(*stream);
-    end->synchronize();
-    times.push_back(end->millisecondsSince(*start));
+  run->step->enqueue(run->io, stream);  // warm-up
+  stream.synchronize();
+  return run;
+}
+
+void TacticSelector::timeCandidates(const Network& network, const Layer& layer, const TensorShapes& optShapes,
+                                    const std::vector<const Tactic*>& tactics, std::vector<TacticCandidate*> entries) {
+  auto stream = backend_.createStream();
+  std::string why;
+  auto values = makeInputs(network, layer, optShapes, *stream, why);
+  if (!values) {
+    for (TacticCandidate* entry : entries) entry->status = "not timed: " + why;
+    return;
   }
-  std::nth_element(times.begin(), times.begin() + kTimedRuns / 2, times.end());
-  return times[kTimedRuns / 2];
+  std::vector<const Value*> inputs;
+  for (size_t i = 0; i < values->size(); ++i) inputs.push_back(layer.inputs[i].empty() ? nullptr : &(*values)[i]);
+  std::vector<std::unique_ptr<TimedRun>> runs;
+  std::vector<TacticCandidate*> runEntries;
+  for (size_t c = 0; c < tactics.size(); ++c) {
+    try {
+      runs.push_back(prepare(network, layer, *tactics[c], inputs, *stream));
+      runEntries.push_back(entries[c]);
+    } catch (const Error& e) {
+      entries[c]->status = std::string("failed: ") + e.what();  // a tactic that cannot run the layer is no candidate
+    }
+  }
+  // Rounds take every candidate in turn, so a change in machine load between them hits all alike.
+  auto start = backend_.createEvent(), end = backend_.createEvent();
+  for (int round = 0; round < kTimedRuns; ++round)
+    for (auto& run : runs) {
+      start->record(*stream);
+      run->step->enqueue(run->io, *stream);
+      end->record(*stream);
+      end->synchronize();
+      run->milliseconds.push_back(end->millisecondsSince(*start));
+    }
+  for (size_t r = 0; r < runs.size(); ++r) {
+    auto& times = runs[r]->milliseconds;
+    std::nth_element(times.begin(), times.begin() + kTimedRuns / 2, times.end());
+    runEntries[r]->milliseconds = times[kTimedRuns / 2];
+    runEntries[r]->status = "timed";
+  }
 }
 
 TacticChoice TacticSelector::select(const Network& network, const Layer& layer, Precision precision,
@@ -125,42 +173,33 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
                                                  bytesText(candidates.front().workspaceBytes) +
                                                  "); raise the workspace limit (--workspace)");
   auto entryOf = [&](const Tactic* t) -> TacticCandidate& { return choice.candidates[size_t(t - candidates.data())]; };
+  if (usable.size() == 1) entryOf(usable[0]).status = "only candidate";
   const std::string base = usable.size() > 1 ? signature(network, layer, precision, optShapes) : "";
-  const Tactic* best = nullptr;
-  bool allCached = true;
+  std::vector<const Tactic*> toTime;
+  std::vector<TacticCandidate*> toTimeEntries;
   for (const Tactic* t : usable) {
-    TacticCandidate& entry = entryOf(t);
-    if (usable.size() == 1) {
-      entry.status = "only candidate";
-      break;
-    }
-    const std::string key = base + "|" + t->id;
-    if (auto cached = cache_.find(key)) {
-      entry.milliseconds = *cached;
-      entry.status = "cached";
+    if (usable.size() == 1) break;
+    if (auto cached = cache_.find(base + "|" + t->id)) {
+      entryOf(t).milliseconds = *cached;
+      entryOf(t).status = "cached";
     } else {
-      allCached = false;
-      std::string why;
-      try {
-        if (auto ms = timeTactic(network, layer, *t, optShapes, why)) {
-          entry.milliseconds = *ms;
-          entry.status = "timed";
-          cache_.put(key, *ms);
-        } else {
-          entry.status = "not timed: " + why;
-        }
-      } catch (const Error& e) {
-        entry.status = std::string("failed: ") + e.what();  // a tactic that cannot run the layer is no candidate
-      }
+      toTime.push_back(t);
+      toTimeEntries.push_back(&entryOf(t));
     }
+  }
+  if (!toTime.empty()) timeCandidates(network, layer, optShapes, toTime, toTimeEntries);
+  const Tactic* best = nullptr;
+  for (const Tactic* t : usable) {
+    const TacticCandidate& entry = entryOf(t);
+    if (entry.status == "timed") cache_.put(base + "|" + t->id, entry.milliseconds);
     if (entry.milliseconds >= 0 && (!best || entry.milliseconds < entryOf(best).milliseconds)) best = t;
   }
   if (!best) best = usable.front();  // nothing timed: the backend's best guess
   choice.tactic = best->id;
   choice.workspaceBytes = best->workspaceBytes;
   choice.milliseconds = std::max(0.0, entryOf(best).milliseconds);
-  choice.fromCache = usable.size() > 1 && allCached;
-  choice.timed = usable.size() > 1 && !allCached;
+  choice.timed = !toTime.empty();
+  choice.fromCache = usable.size() > 1 && toTime.empty();
   return choice;
 }
 

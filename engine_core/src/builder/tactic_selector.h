@@ -2,13 +2,15 @@
 // Picks each layer's tactic. Candidates needing more workspace than the limit are skipped; a lone
 // candidate is taken as is; otherwise each is timed on the backend's stream with its events
 // (random inputs at the optimisation profile's opt shapes, a warm-up run, then the median of
-// runs), or its time is taken from the timing cache, and the fastest wins.
+// runs taken in rounds over all candidates), or its time is taken from the timing cache, and the
+// fastest wins.
 #include <kiln/build_report.h>
 
 #include "../backends/backend.h"
 #include "timing_cache.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,9 +39,17 @@ class TacticSelector {
                       const TensorShapes& maxShapes);
 
  private:
-  // The median milliseconds, or nothing when the layer's inputs cannot be made up (`why` says why).
-  std::optional<double> timeTactic(const Network& network, const Layer& layer, const Tactic& tactic,
-                                   const TensorShapes& optShapes, std::string& why);
+  struct TimedRun;
+  // Random activations (device memory) and the constant weights; nothing when an activation cannot
+  // be made up (`why` says why).
+  std::optional<std::vector<Value>> makeInputs(const Network& network, const Layer& layer,
+                                               const TensorShapes& optShapes, Stream& stream, std::string& why) const;
+  // Instantiates the tactic with its buffers and runs it once (warm-up).
+  std::unique_ptr<TimedRun> prepare(const Network& network, const Layer& layer, const Tactic& tactic,
+                                    const std::vector<const Value*>& inputs, Stream& stream) const;
+  // Fills each entry's time and status ("timed", "failed: ...", "not timed: ...").
+  void timeCandidates(const Network& network, const Layer& layer, const TensorShapes& optShapes,
+                      const std::vector<const Tactic*>& tactics, std::vector<TacticCandidate*> entries);
   std::string signature(const Network& network, const Layer& layer, Precision precision,
                         const TensorShapes& optShapes) const;
 
