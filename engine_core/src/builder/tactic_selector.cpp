@@ -178,7 +178,7 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
   std::vector<const Tactic*> toTime;
   std::vector<TacticCandidate*> toTimeEntries;
   for (const Tactic* t : usable) {
-    if (usable.size() == 1) break;
+    if (usable.size() == 1) continue;  // nothing to compare it with
     if (auto cached = cache_.find(base + "|" + t->id)) {
       entryOf(t).milliseconds = *cached;
       entryOf(t).status = "cached";
