@@ -23,6 +23,14 @@ struct TensorSummary {
   std::string shape;  // "[N,3,224,224]"
 };
 
+// A tactic the builder considered for a layer, and what became of it.
+struct TacticCandidate {
+  std::string tactic;
+  double milliseconds = -1;  // median time, measured now or from the timing cache; -1: not timed
+  std::string status;        // "timed", "cached", "only candidate", "skipped: ...", "failed: ...", "not timed: ..."
+  int64_t workspaceBytes = 0;
+};
+
 struct LayerSummary {
   std::string name;
   std::string type;       // op type; Kiln's fused layers use the "kiln." prefix (kiln.FusedConv)
@@ -30,6 +38,8 @@ struct LayerSummary {
   std::string tactic;     // stable tactic id
   std::vector<TensorSummary> inputs, outputs;
   std::vector<std::string> origins;  // ONNX nodes fused into this layer
+  std::vector<TacticCandidate> tacticCandidates;  // every candidate, in the backend's order
+  int64_t workspaceBytes = 0;                     // the chosen tactic's, at the max shapes
 };
 
 struct BuildReport {

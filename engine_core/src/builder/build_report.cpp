@@ -21,6 +21,22 @@ std::vector<TensorSummary> tensorsFromJson(const json& j) {
   return out;
 }
 
+json candidatesToJson(const std::vector<TacticCandidate>& cs) {
+  json out = json::array();
+  for (const auto& c : cs)
+    out.push_back({{"tactic", c.tactic}, {"ms", c.milliseconds}, {"status", c.status}, {"workspace_bytes", c.workspaceBytes}});
+  return out;
+}
+
+// Plans made before candidates were reported have none.
+std::vector<TacticCandidate> candidatesFromJson(const json& layer) {
+  std::vector<TacticCandidate> out;
+  if (layer.contains("tactic_candidates"))
+    for (const auto& c : layer.at("tactic_candidates"))
+      out.push_back({c.at("tactic"), c.at("ms"), c.at("status"), c.at("workspace_bytes")});
+  return out;
+}
+
 }  // namespace
 
 std::string BuildReport::toJson(int indent) const {
@@ -46,6 +62,8 @@ std::string BuildReport::toJson(int indent) const {
                           {"type", l.type},
                           {"precision", l.precision},
                           {"tactic", l.tactic},
+                          {"tactic_candidates", candidatesToJson(l.tacticCandidates)},
+                          {"workspace_bytes", l.workspaceBytes},
                           {"inputs", tensorsToJson(l.inputs)},
                           {"outputs", tensorsToJson(l.outputs)},
                           {"origins", l.origins}});
@@ -70,7 +88,8 @@ BuildReport BuildReport::fromJson(const std::string& text) {
     for (const auto& l : j.at("layers"))
       r.layers.push_back({l.at("name"), l.at("type"), l.at("precision"), l.at("tactic"),
                           tensorsFromJson(l.at("inputs")), tensorsFromJson(l.at("outputs")),
-                          l.at("origins").get<std::vector<std::string>>()});
+                          l.at("origins").get<std::vector<std::string>>(), candidatesFromJson(l),
+                          l.value("workspace_bytes", int64_t(0))});
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kInvalidArgument, std::string("malformed build report JSON: ") + e.what());
   }

@@ -131,16 +131,29 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   }
 
   auto optShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kOpt));
+  auto maxShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kMax));
   TimingCache cache(config.timingCachePath);
-  TacticSelector selector(*backend, cache);
+  TacticSelector selector(*backend, cache, config.workspaceBytes);
+  std::vector<TacticChoice> choices;
+  int64_t skippedTactics = 0, largestSkipped = 0;
   for (size_t i = 0; i < network->layers().size(); ++i) {
     const Layer& l = network->layers()[i];
     progress.report("tactics", 0.35 + 0.45 * double(i) / double(std::max<size_t>(1, network->layers().size())), l.name);
-    decisions[i].tactic = selector.select(*network, l, decisions[i].precision, optShapes).tactic;
+    choices.push_back(selector.select(*network, l, decisions[i].precision, optShapes, maxShapes));
+    decisions[i].tactic = choices.back().tactic;
+    for (const auto& c : choices.back().candidates)
+      if (c.status.rfind("skipped", 0) == 0) {
+        ++skippedTactics;
+        largestSkipped = std::max(largestSkipped, c.workspaceBytes);
+      }
   }
+  if (skippedTactics > 0)
+    report.warnings.push_back("the workspace limit of " + std::to_string(config.workspaceBytes) + " bytes excluded " +
+                              std::to_string(skippedTactics) + " tactic candidates (the largest needs " +
+                              std::to_string(largestSkipped) + " bytes; see each layer's tactic_candidates)");
+  if (skippedTactics > 0) logger_.log(Severity::kWarning, report.warnings.back());
 
   progress.report("memory", 0.85);
-  auto maxShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kMax));
   std::map<std::string, uint64_t> tensorBytes;
   for (const auto& [name, dims] : maxShapes) {
     DataType dt = network->tensor(name).dtype;
@@ -160,6 +173,8 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
     s.type = (l.domain.empty() ? "" : l.domain + ".") + l.opType;
     s.precision = toString(decisions[i].precision);
     s.tactic = decisions[i].tactic;
+    s.tacticCandidates = choices[i].candidates;
+    s.workspaceBytes = int64_t(choices[i].workspaceBytes);
     for (const auto& in : l.inputs) s.inputs.push_back(summarize(*network, in));
     for (const auto& out : l.outputs) s.outputs.push_back(summarize(*network, out));
     s.origins = l.origins;

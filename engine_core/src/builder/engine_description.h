@@ -7,6 +7,8 @@
 #include <kiln/network.h>
 #include <kiln/runtime.h>
 
+#include "../backends/backend.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +40,9 @@ struct EngineDescription {
   std::vector<OptimizationProfile> profiles;
   MemoryPlan memory;  // for the first profile's max shapes (or the static shapes)
   BuildReport report;
+  // Each layer on its plan tactic, parallel to network->layers(); made by Runtime::load, shared by
+  // the engine's execution contexts.
+  std::vector<std::shared_ptr<const Step>> steps;
 };
 
 }  // namespace kiln

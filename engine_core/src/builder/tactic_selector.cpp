@@ -2,14 +2,13 @@
 
 #include <kiln/error.h>
 
-#include "../runtime/layer_runner.h"
-
 #include <algorithm>
-#include <chrono>
 #include <random>
 
 namespace kiln {
 namespace {
+
+constexpr int kTimedRuns = 7;
 
 std::string attributeText(const Attribute& a) {
   const auto& v = a.value();
@@ -20,10 +19,24 @@ std::string attributeText(const Attribute& a) {
   return std::string(a.typeName());
 }
 
+LayerInputs describeInputs(const Network& network, const Layer& layer, const TensorShapes& shapes) {
+  LayerInputs in;
+  in.weights = layerWeights(network, layer);
+  for (const auto& name : layer.inputs) {
+    const Tensor* t = name.empty() ? nullptr : network.findTensor(name);
+    in.types.push_back(t ? t->dtype : DataType::kUndefined);
+    auto it = shapes.find(name);
+    in.dims.push_back(it != shapes.end() ? it->second : std::vector<int64_t>{});
+  }
+  return in;
+}
+
+std::string bytesText(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
+
 }  // namespace
 
 std::string TacticSelector::signature(const Network& network, const Layer& layer, Precision precision,
-                                      const std::map<std::string, std::vector<int64_t>>& optShapes) const {
+                                      const TensorShapes& optShapes) const {
   std::string key = std::string(toString(backend_.kind())) + "|" + backend_.device().name + "|" + layer.domain +
                     "::" + layer.opType + "|" + toString(precision);
   for (const auto& in : layer.inputs) {
@@ -35,75 +48,159 @@ std::string TacticSelector::signature(const Network& network, const Layer& layer
   return key;
 }
 
-double TacticSelector::timeTactic(const Network& network, const Layer& layer, const Tactic& tactic,
-                                  const std::map<std::string, std::vector<int64_t>>& optShapes) {
-  std::vector<Value> storage(layer.inputs.size());
-  std::vector<const Value*> inputs(layer.inputs.size(), nullptr);
+// A candidate ready to time: its step with workspace and output buffers on the backend's device.
+struct TacticSelector::TimedRun {
+  const Tactic* tactic;
+  std::unique_ptr<Step> step;
+  DeviceBuffer workspace;
+  std::vector<DeviceBuffer> outputs;  // made by the first run, reused after
+  StepIO io;
+  std::vector<double> milliseconds;
+};
+
+std::optional<std::vector<Value>> TacticSelector::makeInputs(const Network& network, const Layer& layer,
+                                                             const TensorShapes& optShapes, Stream& stream,
+                                                             std::string& why) const {
+  std::vector<Value> values(layer.inputs.size());
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (size_t i = 0; i < layer.inputs.size(); ++i) {
     if (layer.inputs[i].empty()) continue;
     const Tensor& t = network.tensor(layer.inputs[i]);
     if (t.isConstant()) {
-      storage[i] = Value(*t.constant);
-    } else {
-      auto shape = optShapes.find(t.name);
-      if (shape == optShapes.end() || t.dtype != DataType::kFloat32) return -1;  // cannot make a fair input
-      HostTensor x(DataType::kFloat32, shape->second);
-      for (int64_t k = 0; k < x.elementCount(); ++k) x.data<float>()[k] = dist(rng);
-      storage[i] = Value(std::move(x));
+      values[i] = Value(*t.constant);  // weights: the step has its own copy where it needs one
+      continue;
     }
-    inputs[i] = &storage[i];
+    auto shape = optShapes.find(t.name);
+    if (shape == optShapes.end() || t.dtype != DataType::kFloat32) {
+      why = "input '" + t.name + "' has no float32 value of known shape to time with";
+      return std::nullopt;
+    }
+    HostTensor host(DataType::kFloat32, shape->second);
+    for (int64_t k = 0; k < host.elementCount(); ++k) host.data<float>()[k] = dist(rng);
+    DeviceBuffer memory = allocateBuffer(backend_.allocator(), host.byteSize(), 64);
+    stream.copy(memory.get(), host.rawData(), host.byteSize());
+    values[i] = Value(HostTensor::inArena(DataType::kFloat32, shape->second, memory, 0));
   }
-  const CpuKernelFn& kernel = cpuKernelFor(layer, tactic.id);
-  auto noSubgraphs = [](const Network&, const std::vector<Value>&) -> std::vector<Value> {
+  return values;
+}
+
+std::unique_ptr<TacticSelector::TimedRun> TacticSelector::prepare(const Network& network, const Layer& layer,
+                                                                  const Tactic& tactic,
+                                                                  const std::vector<const Value*>& inputs,
+                                                                  Stream& stream) const {
+  DeviceAllocator& allocator = backend_.allocator();
+  auto run = std::make_unique<TimedRun>();
+  run->tactic = &tactic;
+  run->step = backend_.instantiate(layer, tactic, layerWeights(network, layer));
+  const uint64_t workspaceBytes = run->step->workspaceBytes(inputs);
+  if (workspaceBytes) run->workspace = allocateBuffer(allocator, workspaceBytes, 64);
+  run->outputs.resize(layer.outputs.size());
+  run->io.inputs = inputs;
+  run->io.workspace = run->workspace.get();
+  run->io.workspaceBytes = workspaceBytes;
+  run->io.outputs = [&allocator, outputs = &run->outputs](size_t index, DataType dtype,
+                                                           const std::vector<int64_t>& dims) -> HostTensor {
+    if (byteSize(dtype) == 0) return {};
+    DeviceBuffer& memory = outputs->at(index);
+    if (!memory) memory = allocateBuffer(allocator, uint64_t(elementCount(dims)) * byteSize(dtype), 64);
+    return HostTensor::inArena(dtype, dims, memory, 0);
+  };
+  run->io.subgraphs = [](const Network&, const std::vector<Value>&) -> std::vector<Value> {
     throw Error(ErrorCode::kUnsupported, "layers with subgraphs are not timed");
   };
-  runLayerOnCpu(layer, inputs, kernel, noSubgraphs);  // warm-up
-  std::vector<double> times;
-  for (int run = 0; run < 5; ++run) {
-    auto start = std::chrono::steady_clock::now();
-    runLayerOnCpu(layer, inputs, kernel, noSubgraphs);
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  run->step->enqueue(run->io, stream);  // warm-up
+  stream.synchronize();
+  return run;
+}
+
+void TacticSelector::timeCandidates(const Network& network, const Layer& layer, const TensorShapes& optShapes,
+                                    const std::vector<const Tactic*>& tactics, std::vector<TacticCandidate*> entries) {
+  auto stream = backend_.createStream();
+  std::string why;
+  auto values = makeInputs(network, layer, optShapes, *stream, why);
+  if (!values) {
+    for (TacticCandidate* entry : entries) entry->status = "not timed: " + why;
+    return;
   }
-  std::nth_element(times.begin(), times.begin() + 2, times.end());
-  return times[2];
+  std::vector<const Value*> inputs;
+  for (size_t i = 0; i < values->size(); ++i) inputs.push_back(layer.inputs[i].empty() ? nullptr : &(*values)[i]);
+  std::vector<std::unique_ptr<TimedRun>> runs;
+  std::vector<TacticCandidate*> runEntries;
+  for (size_t c = 0; c < tactics.size(); ++c) {
+    try {
+      runs.push_back(prepare(network, layer, *tactics[c], inputs, *stream));
+      runEntries.push_back(entries[c]);
+    } catch (const Error& e) {
+      entries[c]->status = std::string("failed: ") + e.what();  // a tactic that cannot run the layer is no candidate
+    }
+  }
+  // Rounds take every candidate in turn, so a change in machine load between them hits all alike.
+  auto start = backend_.createEvent(), end = backend_.createEvent();
+  for (int round = 0; round < kTimedRuns; ++round)
+    for (auto& run : runs) {
+      start->record(*stream);
+      run->step->enqueue(run->io, *stream);
+      end->record(*stream);
+      end->synchronize();
+      run->milliseconds.push_back(end->millisecondsSince(*start));
+    }
+  for (size_t r = 0; r < runs.size(); ++r) {
+    auto& times = runs[r]->milliseconds;
+    std::nth_element(times.begin(), times.begin() + kTimedRuns / 2, times.end());
+    runEntries[r]->milliseconds = times[kTimedRuns / 2];
+    runEntries[r]->status = "timed";
+  }
 }
 
 TacticChoice TacticSelector::select(const Network& network, const Layer& layer, Precision precision,
-                                    const std::map<std::string, std::vector<int64_t>>& optShapes) {
-  auto candidates = backend_.tactics(layer, precision);
+                                    const TensorShapes& optShapes, const TensorShapes& maxShapes) {
+  auto candidates = backend_.tactics(layer, precision, describeInputs(network, layer, maxShapes));
   if (candidates.empty()) throw Error(ErrorCode::kInternal, layer.describe() + " has no tactic");
-  if (candidates.size() == 1) return {candidates[0].id};
-  std::string base = signature(network, layer, precision, optShapes);
-  TacticChoice best;
-  double bestMs = -1;
-  bool allCached = true;
+  TacticChoice choice;
+  std::vector<const Tactic*> usable;
   for (const Tactic& t : candidates) {
-    std::string key = base + "|" + t.id;
-    double ms;
-    if (auto cached = cache_.find(key)) {
-      ms = *cached;
+    choice.candidates.push_back({t.id, -1, "", int64_t(t.workspaceBytes)});
+    if (t.workspaceBytes > workspaceLimit_)
+      choice.candidates.back().status = "skipped: needs " + bytesText(t.workspaceBytes) + " of workspace, over the " +
+                                        bytesText(workspaceLimit_) + " limit";
+    else
+      usable.push_back(&t);
+  }
+  if (usable.empty())
+    throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": every tactic needs more workspace than the " +
+                                                 bytesText(workspaceLimit_) + " limit (the least is " +
+                                                 bytesText(candidates.front().workspaceBytes) +
+                                                 "); raise the workspace limit (--workspace)");
+  auto entryOf = [&](const Tactic* t) -> TacticCandidate& { return choice.candidates[size_t(t - candidates.data())]; };
+  if (usable.size() == 1) entryOf(usable[0]).status = "only candidate";
+  const std::string base = usable.size() > 1 ? signature(network, layer, precision, optShapes) : "";
+  std::vector<const Tactic*> toTime;
+  std::vector<TacticCandidate*> toTimeEntries;
+  for (const Tactic* t : usable) {
+    if (usable.size() == 1) continue;  // nothing to compare it with
+    if (auto cached = cache_.find(base + "|" + t->id)) {
+      entryOf(t).milliseconds = *cached;
+      entryOf(t).status = "cached";
     } else {
-      allCached = false;
-      try {
-        ms = timeTactic(network, layer, t, optShapes);
-      } catch (const Error&) {
-        ms = -1;  // a tactic that cannot run this layer is not a candidate
-      }
-      if (ms < 0) continue;
-      cache_.put(key, ms);
-    }
-    if (bestMs < 0 || ms < bestMs) {
-      bestMs = ms;
-      best.tactic = t.id;
+      toTime.push_back(t);
+      toTimeEntries.push_back(&entryOf(t));
     }
   }
-  if (bestMs < 0) return {candidates[0].id};
-  best.milliseconds = bestMs;
-  best.fromCache = allCached;
-  best.timed = !allCached;
-  return best;
+  if (!toTime.empty()) timeCandidates(network, layer, optShapes, toTime, toTimeEntries);
+  const Tactic* best = nullptr;
+  for (const Tactic* t : usable) {
+    const TacticCandidate& entry = entryOf(t);
+    if (entry.status == "timed") cache_.put(base + "|" + t->id, entry.milliseconds);
+    if (entry.milliseconds >= 0 && (!best || entry.milliseconds < entryOf(best).milliseconds)) best = t;
+  }
+  if (!best) best = usable.front();  // nothing timed: the backend's best guess
+  choice.tactic = best->id;
+  choice.workspaceBytes = best->workspaceBytes;
+  choice.milliseconds = std::max(0.0, entryOf(best).milliseconds);
+  choice.timed = !toTime.empty();
+  choice.fromCache = usable.size() > 1 && toTime.empty();
+  return choice;
 }
 
 }  // namespace kiln

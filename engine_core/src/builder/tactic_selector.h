@@ -1,12 +1,17 @@
 #pragma once
-// Picks each layer's tactic: the only candidate, a cached time, or by timing every candidate on
-// random inputs of the optimisation profile's opt shapes (warm-up, then the median of runs).
+// Picks each layer's tactic. Candidates needing more workspace than the limit are skipped; a lone
+// candidate is taken as is; otherwise each is timed on the backend's stream with its events
+// (random inputs at the optimisation profile's opt shapes, a warm-up run, then the median of
+// runs taken in rounds over all candidates), or its time is taken from the timing cache, and the
+// fastest wins.
+#include <kiln/build_report.h>
+
 #include "../backends/backend.h"
-#include "engine_description.h"
 #include "timing_cache.h"
 
-#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,26 +19,43 @@ namespace kiln {
 
 struct TacticChoice {
   std::string tactic;
-  bool timed = false;       // measured now
-  bool fromCache = false;   // taken from the timing cache
+  bool timed = false;       // some candidate was measured now
+  bool fromCache = false;   // every time came from the timing cache
   double milliseconds = 0;  // of the chosen tactic, when known
+  uint64_t workspaceBytes = 0;
+  std::vector<TacticCandidate> candidates;
 };
+
+// Concrete dims of tensors by name.
+using TensorShapes = std::map<std::string, std::vector<int64_t>>;
 
 class TacticSelector {
  public:
-  TacticSelector(const Backend& backend, TimingCache& cache) : backend_(backend), cache_(cache) {}
-  // `optShapes` holds the concrete shape of every tensor known at the opt point.
-  TacticChoice select(const Network& network, const Layer& layer, Precision precision,
-                      const std::map<std::string, std::vector<int64_t>>& optShapes);
+  TacticSelector(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit)
+      : backend_(backend), cache_(cache), workspaceLimit_(workspaceLimit) {}
+  // `optShapes` are timed; the workspace must cover `maxShapes`. Throws kInvalidArgument naming the
+  // layer when every candidate needs more workspace than the limit.
+  TacticChoice select(const Network& network, const Layer& layer, Precision precision, const TensorShapes& optShapes,
+                      const TensorShapes& maxShapes);
 
  private:
-  double timeTactic(const Network& network, const Layer& layer, const Tactic& tactic,
-                    const std::map<std::string, std::vector<int64_t>>& optShapes);
+  struct TimedRun;
+  // Random activations (device memory) and the constant weights; nothing when an activation cannot
+  // be made up (`why` says why).
+  std::optional<std::vector<Value>> makeInputs(const Network& network, const Layer& layer,
+                                               const TensorShapes& optShapes, Stream& stream, std::string& why) const;
+  // Instantiates the tactic with its buffers and runs it once (warm-up).
+  std::unique_ptr<TimedRun> prepare(const Network& network, const Layer& layer, const Tactic& tactic,
+                                    const std::vector<const Value*>& inputs, Stream& stream) const;
+  // Fills each entry's time and status ("timed", "failed: ...", "not timed: ...").
+  void timeCandidates(const Network& network, const Layer& layer, const TensorShapes& optShapes,
+                      const std::vector<const Tactic*>& tactics, std::vector<TacticCandidate*> entries);
   std::string signature(const Network& network, const Layer& layer, Precision precision,
-                        const std::map<std::string, std::vector<int64_t>>& optShapes) const;
+                        const TensorShapes& optShapes) const;
 
   const Backend& backend_;
   TimingCache& cache_;
+  uint64_t workspaceLimit_;
 };
 
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include "../backends/backend.h"
 #include "../builder/engine_description.h"
 #include "../plan/plan_format.h"
+#include "layer_runner.h"
 #include "precision_convert.h"
 
 #include <nlohmann/json.hpp>
@@ -68,6 +69,7 @@ std::shared_ptr<Engine> Runtime::load(const std::vector<uint8_t>& plan) const {
     if (t.isConstant() && t.dtype == DataType::kFloat32 && t.constant->dtype() != DataType::kFloat32)
       t.constant = widenToFloat32(*t.constant);
   }
+  d->steps = instantiateSteps(*makeCpuBackend(), *d);  // also checks that every tactic exists
   logger_.log(Severity::kInfo, "loaded a " + d->info.backend + " plan with " +
                                    std::to_string(d->network->layers().size()) + " layers");
   return std::make_shared<Engine>(std::move(d));

@@ -1,5 +1,6 @@
-// Runs an engine on the CPU backend: layers in order on the chosen tactics, activations in the
-// planned arena, stored in the engine's precision between layers.
+// Runs an engine on the CPU backend: layers in order as the steps of their plan tactics on the
+// backend's stream, activations in the planned arena (stored in the engine's precision between
+// layers), one workspace shared by the steps.
 #include <kiln/error.h>
 #include <kiln/runtime.h>
 
@@ -9,7 +10,6 @@
 #include "precision_convert.h"
 #include <kiln/reference_executor.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -17,6 +17,12 @@
 namespace kiln {
 
 struct ExecutionContext::State {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Stream> stream;
+  std::unique_ptr<Event> layerStart, layerEnd;  // per-layer times for the profiler
+  std::vector<std::shared_ptr<const Step>> steps;
+  DeviceBuffer workspace;  // grown to the largest step's need
+  uint64_t workspaceBytes = 0;
   std::vector<size_t> order;
   std::unordered_map<std::string, size_t> lastUse;
   std::unordered_map<std::string, MemoryAssignment> planned;
@@ -49,6 +55,12 @@ std::string rangeText(const ShapeRange& r, size_t d) {
 ExecutionContext::ExecutionContext(std::shared_ptr<const EngineDescription> description)
     : description_(std::move(description)), state_(std::make_unique<State>()) {
   const Network& net = *description_->network;
+  state_->backend = makeCpuBackend();
+  state_->stream = state_->backend->createStream();
+  state_->layerStart = state_->backend->createEvent();
+  state_->layerEnd = state_->backend->createEvent();
+  state_->steps = description_->steps.size() == net.layers().size() ? description_->steps
+                                                                       : instantiateSteps(*state_->backend, *description_);
   state_->order = net.topologicalOrder();
   state_->lastUse = lastUseSteps(net, state_->order);
   for (const auto& a : description_->memory.assignments) state_->planned[a.tensor] = a;
@@ -202,9 +214,16 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
       std::memset(t.rawData(), 0, bytes);
       return t;
     };
-    auto start = std::chrono::steady_clock::now();
-    auto outputs = runLayerOnCpu(layer, inputValues, cpuKernelFor(layer, decision.tactic), subgraphRunner, allocator,
-                                 scopeTypeLookup);
+    const Step& layerStep = *state_->steps.at(index);
+    const uint64_t workspaceBytes = layerStep.workspaceBytes(inputValues);
+    if (workspaceBytes > state_->workspaceBytes) {
+      state_->workspace = allocateBuffer(state_->backend->allocator(), workspaceBytes, 64);
+      state_->workspaceBytes = workspaceBytes;
+    }
+    const StepIO io{inputValues, allocator, state_->workspace.get(), state_->workspaceBytes, subgraphRunner,
+                    scopeTypeLookup};
+    if (profiler_) state_->layerStart->record(*state_->stream);
+    auto outputs = layerStep.enqueue(io, *state_->stream);
     for (size_t i = 0; i < layer.outputs.size(); ++i) {
       if (layer.outputs[i].empty()) continue;
       Value& v = outputs[i];
@@ -226,9 +245,11 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
                       : v.tensor);
       values[layer.outputs[i]] = std::move(v);
     }
-    if (profiler_)
-      profiler_->reportLayerTime(layer.name,
-                                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (profiler_) {
+      state_->layerEnd->record(*state_->stream);
+      state_->layerEnd->synchronize();
+      profiler_->reportLayerTime(layer.name, state_->layerEnd->millisecondsSince(*state_->layerStart));
+    }
     for (auto it = values.begin(); it != values.end();) {
       auto use = state_->lastUse.find(it->first);
       bool dead = use != state_->lastUse.end() && use->second == step;

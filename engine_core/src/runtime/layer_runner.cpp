@@ -2,6 +2,7 @@
 
 #include <kiln/error.h>
 
+#include "../builder/engine_description.h"
 #include "../ops/op_schema.h"
 
 namespace kiln {
@@ -21,10 +22,8 @@ Tensor describeValue(const std::string& name, const Value& v) {
   return t;
 }
 
-const CpuKernelFn& cpuKernelFor(const Layer& layer, const std::string& tactic) {
-  const auto& kernels = CpuKernelRegistry::instance();
-  const CpuKernelFn* kernel = tactic.empty() ? kernels.find(layer.domain, layer.opType)
-                                             : kernels.findTactic(layer.domain, layer.opType, tactic);
+const CpuKernelFn& cpuKernelFor(const Layer& layer) {
+  const CpuKernelFn* kernel = CpuKernelRegistry::instance().find(layer.domain, layer.opType);
   if (!kernel || !OpSchemaRegistry::instance().find(layer.domain, layer.opType))
     throw Error(ErrorCode::kUnsupported, layer.describe() + ": op '" + layer.opType + "' (domain '" +
                                              (layer.domain.empty() ? "ai.onnx" : layer.domain) +
@@ -32,10 +31,20 @@ const CpuKernelFn& cpuKernelFor(const Layer& layer, const std::string& tactic) {
   return *kernel;
 }
 
+std::vector<std::shared_ptr<const Step>> instantiateSteps(const Backend& backend, const EngineDescription& d) {
+  const Network& net = *d.network;
+  std::vector<std::shared_ptr<const Step>> steps;
+  for (size_t i = 0; i < net.layers().size(); ++i) {
+    const Layer& layer = net.layers()[i];
+    steps.push_back(backend.instantiate(layer, Tactic{d.decisions.at(i).tactic}, layerWeights(net, layer)));
+  }
+  return steps;
+}
+
 std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Value*>& inputs, const CpuKernelFn& kernel,
                                  const KernelContext::SubgraphRunner& subgraphRunner,
                                  const KernelContext::OutputAllocator& allocator,
-                                 const Network::ScopeLookup& scopeTypes) {
+                                 const Network::ScopeLookup& scopeTypes, void* workspace, uint64_t workspaceBytes) {
   std::vector<Tensor> described(inputs.size());
   std::vector<const Tensor*> inferIn(inputs.size(), nullptr);
   std::vector<const HostTensor*> inferValues(inputs.size(), nullptr);
@@ -50,6 +59,7 @@ std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Val
   OpSchemaRegistry::instance().find(layer.domain, layer.opType)->infer(inference);
   KernelContext ctx(layer, inputs, inference.outputs(), subgraphRunner);
   if (allocator) ctx.setOutputAllocator(allocator);
+  ctx.setWorkspace(workspace, workspaceBytes);
   try {
     kernel(ctx);
   } catch (const Error&) {

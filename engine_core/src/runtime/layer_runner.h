@@ -5,21 +5,31 @@
 
 #include "../backends/cpu/cpu_kernel.h"
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace kiln {
 
-// The kernel for `layer` (a specific tactic when given); throws kUnsupported naming the layer.
-const CpuKernelFn& cpuKernelFor(const Layer& layer, const std::string& tactic = "");
+struct EngineDescription;
+
+// The reference kernel for `layer` (tactics are instantiated by the CPU backend); throws
+// kUnsupported naming the layer.
+const CpuKernelFn& cpuKernelFor(const Layer& layer);
 
 // Infers the output types from the concrete inputs, then runs the kernel. `scopeTypes` gives the
-// types of outer values that subgraph bodies read (If/Loop/Scan inference).
+// types of outer values that subgraph bodies read (If/Loop/Scan inference); `workspace` is the
+// kernel's scratch memory (none: kernels that need scratch allocate it).
 std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Value*>& inputs, const CpuKernelFn& kernel,
                                  const KernelContext::SubgraphRunner& subgraphRunner,
                                  const KernelContext::OutputAllocator& allocator = {},
-                                 const Network::ScopeLookup& scopeTypes = {});
+                                 const Network::ScopeLookup& scopeTypes = {}, void* workspace = nullptr,
+                                 uint64_t workspaceBytes = 0);
+
+// Every layer of the engine on the tactic its plan names; throws kInvalidArgument naming the layer
+// and the tactic when the backend has no such tactic.
+std::vector<std::shared_ptr<const Step>> instantiateSteps(const Backend& backend, const EngineDescription& description);
 
 // The type of a run-time value, as a Tensor description.
 Tensor describeValue(const std::string& name, const Value& value);

@@ -3,6 +3,7 @@
 #include "../common/parallel.h"
 #include "../common/single_threaded_blas.h"
 #include "../fused/epilogue.h"
+#include "direct_conv.h"
 #include "im2col.h"
 
 #include <cblas.h>
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -141,34 +143,48 @@ void depthwise(const ConvShape& s, const T* x, const T* w, T* y) {
   });
 }
 
-// A per-thread buffer for im2col columns, kept between calls: a fresh multi-megabyte allocation
-// each run would be page-faulted in again every time.
+// A buffer kept between calls on the calling thread, for scratch the caller did not provide: a
+// fresh multi-megabyte allocation each run would be page-faulted in again every time.
 template <class T>
-T* columnScratch(int64_t count) {
+T* reusedScratch(int64_t count) {
   thread_local std::vector<T> scratch;
   if (scratch.size() < size_t(count)) scratch.resize(size_t(count));
   return scratch.data();
 }
 
-// im2col + GEMM per (batch item, group): Y = W X_columns + beta Y. With enough tasks (or small
-// ones) each thread takes whole tasks; otherwise the tasks run one after another, each GEMM split
-// across the threads. `done(first, rows, columns)` (may be empty) sees each finished block of Y:
-// `rows` rows of `columns` elements each, the first at Y + first, rows one output plane apart.
+// How gemmConvolution runs its (batch item, group) tasks: with enough tasks (or small ones) each
+// thread takes whole tasks, one im2col buffer ("slot") per thread; otherwise the tasks run one
+// after another, each GEMM split across the threads, with a single slot.
+struct GemmPlan {
+  int64_t tasks, slots, columnsSize;  // columnsSize: elements of one slot (0 without im2col)
+};
+
+GemmPlan planGemm(const ConvShape& s, bool im2colNeeded) {
+  const SpatialWindow& win = s.window;
+  const int64_t rows = s.inChannels / s.group * win.kernelSize(), mPerGroup = s.outChannels / s.group;
+  const int64_t tasks = s.batch * s.group;
+  const bool taskParallel = tasks >= cpuThreadCount() || (tasks > 1 && mPerGroup * win.outSize() * rows <= kSplitGemmWork);
+  return {tasks, taskParallel ? std::min<int64_t>(tasks, cpuThreadCount()) : 1, im2colNeeded ? rows * win.outSize() : 0};
+}
+
+// im2col (unless `im2colNeeded` is false: the image is its own column matrix) + GEMM per (batch
+// item, group): Y = W X_columns + beta Y. `columns` holds plan.slots * plan.columnsSize elements.
+// `done(first, rows, columns)` (may be empty) sees each finished block of Y: `rows` rows of
+// `columns` elements each, the first at Y + first, rows one output plane apart.
 template <class T>
-void gemmConvolution(const ConvShape& s, const T* x, const T* w, T* y, T beta,
+void gemmConvolution(const ConvShape& s, const T* x, const T* w, T* y, T beta, bool im2colNeeded, T* columns,
                      const std::function<void(int64_t first, int64_t rows, int64_t columns)>& done = {}) {
   const SpatialWindow& win = s.window;
   const int64_t cPerGroup = s.inChannels / s.group, mPerGroup = s.outChannels / s.group;
   const int64_t rows = cPerGroup * win.kernelSize(), outSize = win.outSize();
-  const bool pointwise = win.isPointwise();
-  const int64_t columnsSize = pointwise ? 0 : rows * outSize;
-  auto runTask = [&](int64_t task) {
+  const GemmPlan plan = planGemm(s, im2colNeeded);
+  auto runTask = [&](int64_t task, int64_t slot) {
     int64_t n = task / s.group, g = task % s.group;
     const T* image = x + (n * s.inChannels + g * cPerGroup) * win.inSize();
-    if (!pointwise) {
-      T* columns = columnScratch<T>(columnsSize);
-      im2col(win, cPerGroup, image, columns);
-      image = columns;
+    if (im2colNeeded) {
+      T* slotColumns = columns + slot * plan.columnsSize;
+      im2col(win, cPerGroup, image, slotColumns);
+      image = slotColumns;
     }
     const int64_t outFirst = (n * s.outChannels + g * mPerGroup) * outSize;
     BlockDone blockDone;
@@ -178,14 +194,23 @@ void gemmConvolution(const ConvShape& s, const T* x, const T* w, T* y, T beta,
       };
     parallelGemm(false, mPerGroup, outSize, rows, w + g * mPerGroup * rows, image, y + outFirst, beta, blockDone);
   };
-  const int64_t tasks = s.batch * s.group;
-  if (tasks >= cpuThreadCount() || (tasks > 1 && mPerGroup * outSize * rows <= kSplitGemmWork)) {
-    parallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) runTask(t);
+  if (plan.slots > 1) {
+    const int64_t perSlot = (plan.tasks + plan.slots - 1) / plan.slots;
+    parallelFor(plan.slots, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t slot = begin; slot < end; ++slot)
+        for (int64_t t = slot * perSlot; t < std::min(plan.tasks, (slot + 1) * perSlot); ++t) runTask(t, slot);
     });
   } else {
-    for (int64_t t = 0; t < tasks; ++t) runTask(t);
+    for (int64_t t = 0; t < plan.tasks; ++t) runTask(t, 0);
   }
+}
+
+// gemmConvolution with the auto choice of im2col and scratch kept on the calling thread.
+template <class T>
+void autoGemmConvolution(const ConvShape& s, const T* x, const T* w, T* y, T beta) {
+  const bool im2colNeeded = !s.window.isPointwise();
+  const GemmPlan plan = planGemm(s, im2colNeeded);
+  gemmConvolution(s, x, w, y, beta, im2colNeeded, reusedScratch<T>(plan.slots * plan.columnsSize));
 }
 
 // Y filled with the bias, then the convolution added onto it.
@@ -196,11 +221,54 @@ void convolutionOntoBias(const ConvShape& s, const T* x, const T* w, const T* bi
     depthwise(s, x, w, y);
   } else {
     SingleThreadedBlas blasGuard;
-    gemmConvolution(s, x, w, y, T(1));
+    autoGemmConvolution(s, x, w, y, T(1));
   }
 }
 
+ConvAlgorithm resolve(ConvAlgorithm a, const ConvShape& s) {
+  if (a != ConvAlgorithm::kAuto) return a;
+  if (s.window.isPointwise()) return ConvAlgorithm::kPointwiseGemm;
+  return isDepthwise(s) ? ConvAlgorithm::kDepthwise : ConvAlgorithm::kIm2colGemm;
+}
+
+// The GEMM algorithms with the bias folded into the epilogue, so the GEMMs write Y (beta 0)
+// instead of adding to a filled one; the epilogue runs on each block while it is in cache.
+void gemmConvolutionWithEpilogue(const ConvShape& s, const float* x, const float* w, const float* bias,
+                                 const Epilogue& epilogue, float* y, bool im2colNeeded, float* columns) {
+  const int64_t outSize = s.window.outSize();
+  Epilogue withBias = epilogue;
+  if (bias) {
+    withBias.bias = bias;
+    withBias.biasLength = s.outChannels;
+    withBias.biasInner = outSize;
+  }
+  SingleThreadedBlas blasGuard;
+  if (withBias.isIdentity()) return gemmConvolution(s, x, w, y, 0.0f, im2colNeeded, columns);
+  gemmConvolution(s, x, w, y, 0.0f, im2colNeeded, columns, [&](int64_t first, int64_t rows, int64_t columnCount) {
+    for (int64_t r = 0; r < rows; ++r) applyEpilogueSpan(y, first + r * outSize, columnCount, withBias);
+  });
+}
+
 }  // namespace
+
+bool convAlgorithmApplies(ConvAlgorithm a, const ConvShape& s) {
+  switch (a) {
+    case ConvAlgorithm::kPointwiseGemm: return s.window.isPointwise();
+    case ConvAlgorithm::kDepthwise: return isDepthwise(s);
+    default: return true;
+  }
+}
+
+uint64_t convWorkspaceBytes(ConvAlgorithm a, const ConvShape& s) {
+  switch (resolve(a, s)) {
+    case ConvAlgorithm::kIm2colGemm: {
+      const GemmPlan plan = planGemm(s, true);
+      return uint64_t(plan.slots * plan.columnsSize) * sizeof(float);
+    }
+    case ConvAlgorithm::kDirect: return directConvWorkspaceBytes(s);
+    default: return 0;
+  }
+}
 
 template <class T>
 void convolution(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
@@ -210,27 +278,31 @@ void convolution(const ConvShape& s, const T* x, const T* w, const T* bias, T* y
 
 void convolution(const ConvShape& s, const float* x, const float* w, const float* bias, const Epilogue& epilogue,
                  float* y) {
-  const int64_t outSize = s.window.outSize();
-  if (isDepthwise(s)) {
-    convolutionOntoBias(s, x, w, bias, y);
-    return applyEpilogue(y, s.batch * s.outChannels * outSize, epilogue);
+  convolution(s, x, w, bias, epilogue, y, ConvAlgorithm::kAuto, nullptr);
+}
+
+void convolution(const ConvShape& s, const float* x, const float* w, const float* bias, const Epilogue& epilogue,
+                 float* y, ConvAlgorithm algorithm, void* workspace) {
+  const ConvAlgorithm a = resolve(algorithm, s);
+  if (!convAlgorithmApplies(a, s))
+    throw std::invalid_argument("this convolution algorithm does not apply to the layer's shape");
+  float* scratch = static_cast<float*>(workspace);
+  if (!scratch) scratch = reusedScratch<float>(int64_t(convWorkspaceBytes(a, s) / sizeof(float)));
+  switch (a) {
+    case ConvAlgorithm::kDepthwise:
+      convolutionOntoBias(s, x, w, bias, y);
+      return applyEpilogue(y, s.batch * s.outChannels * s.window.outSize(), epilogue);
+    case ConvAlgorithm::kDirect:
+      return directConvolution(
+          s, x, packDirectConvWeights(s.group, s.outChannels, s.inChannels / s.group, s.window.kernelSize(), w).data(),
+          bias, epilogue, y, scratch);
+    default:
+      return gemmConvolutionWithEpilogue(s, x, w, bias, epilogue, y, a == ConvAlgorithm::kIm2colGemm, scratch);
   }
-  // The bias joins the epilogue, so the GEMMs write Y (beta 0) instead of adding to a filled one.
-  Epilogue withBias = epilogue;
-  if (bias) {
-    withBias.bias = bias;
-    withBias.biasLength = s.outChannels;
-    withBias.biasInner = outSize;
-  }
-  SingleThreadedBlas blasGuard;
-  if (withBias.isIdentity()) return gemmConvolution(s, x, w, y, 0.0f);
-  gemmConvolution(s, x, w, y, 0.0f, [&](int64_t first, int64_t rows, int64_t columns) {
-    for (int64_t r = 0; r < rows; ++r) applyEpilogueSpan(y, first + r * outSize, columns, withBias);
-  });
 }
 
 void convolutionInt32(const ConvShape& s, const int32_t* x, const int32_t* w, int32_t* y) {
-  gemmConvolution(s, x, w, y, 0);
+  autoGemmConvolution(s, x, w, y, 0);
 }
 
 template <class T>
@@ -239,7 +311,7 @@ void convTranspose(const ConvShape& s, const T* x, const T* w, const T* bias, T*
   const int64_t cPerGroup = s.inChannels / s.group, mPerGroup = s.outChannels / s.group;
   const int64_t rows = mPerGroup * win.kernelSize(), xSize = win.outSize(), ySize = win.inSize();
   fillWithBias(s.batch, s.outChannels, ySize, bias, y);
-  T* columns = columnScratch<T>(rows * xSize);
+  T* columns = reusedScratch<T>(rows * xSize);
   SingleThreadedBlas blasGuard;
   for (int64_t n = 0; n < s.batch; ++n) {
     for (int64_t g = 0; g < s.group; ++g) {

@@ -1,6 +1,8 @@
 #pragma once
 // Convolutions on NC(D)HW tensors. float and double go through im2col + BLAS GEMM (direct GEMM for
 // pointwise convolutions, direct loops for depthwise ones); integer convolutions accumulate in int32.
+// float32 convolutions can also run one named algorithm (the CPU backend's conv tactics) with
+// caller-provided scratch memory.
 #include "spatial_window.h"
 
 #include "../fused/epilogue.h"
@@ -25,6 +27,27 @@ void convolution(const ConvShape& shape, const T* x, const T* w, const T* bias, 
 // soon as its GEMM finishes, while the block is still in cache.
 void convolution(const ConvShape& shape, const float* x, const float* w, const float* bias,
                  const Epilogue& epilogue, float* y);
+
+// The float32 algorithms, each a tactic of the CPU backend. kAuto picks by shape (pointwise ->
+// kPointwiseGemm, depthwise -> kDepthwise, else kIm2colGemm).
+enum class ConvAlgorithm {
+  kAuto,
+  kIm2colGemm,     // im2col into scratch, then a BLAS GEMM per (batch item, group); any shape
+  kPointwiseGemm,  // 1x1, stride 1, no padding: the image is the GEMM's B, no im2col
+  kDepthwise,      // group == input channels: direct loops per output plane
+  kDirect,         // direct loops over 16 output channels at a time (direct_conv.h); any shape
+};
+
+// Whether `algorithm` can compute this convolution.
+bool convAlgorithmApplies(ConvAlgorithm algorithm, const ConvShape& shape);
+// Scratch bytes `algorithm` needs for this shape on the current thread count.
+uint64_t convWorkspaceBytes(ConvAlgorithm algorithm, const ConvShape& shape);
+
+// The fused float32 convolution with a chosen algorithm. `workspace` holds at least
+// convWorkspaceBytes(algorithm, shape) bytes, 64-byte aligned, or is null (scratch is then
+// allocated here). Throws std::invalid_argument when the algorithm does not apply.
+void convolution(const ConvShape& shape, const float* x, const float* w, const float* bias,
+                 const Epilogue& epilogue, float* y, ConvAlgorithm algorithm, void* workspace);
 
 // The same in exact integer arithmetic; X and W already have their zero points subtracted.
 void convolutionInt32(const ConvShape& shape, const int32_t* x, const int32_t* w, int32_t* y);

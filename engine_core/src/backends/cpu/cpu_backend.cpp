@@ -1,6 +1,9 @@
 // The CPU backend: runs every op of the CPU kernel registry, keeps activations in fp32, fp16 or
-// bf16 between layers (computing in fp32 inside a layer), and has no INT8/FP8 kernels yet.
+// bf16 between layers (computing in fp32 inside a layer), and has no INT8/FP8 kernels yet. Ops
+// with several implementations offer them as tactics; the others have one, named after the op.
+#include "../../runtime/layer_runner.h"
 #include "../backend.h"
+#include "cpu_device.h"
 #include "cpu_kernel.h"
 
 #include <kernels/cpu/common/parallel.h>
@@ -15,6 +18,41 @@ std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   return s;
 }
+
+// The id of an op's reference kernel as a tactic: "cpu.relu", "cpu.kiln.fusedconv".
+std::string referenceTacticId(const Layer& layer) {
+  return "cpu." + (layer.domain.empty() ? "" : layer.domain + ".") + lower(layer.opType);
+}
+
+LayerShapes shapesOf(const std::vector<const Value*>& inputs) {
+  LayerShapes dims;
+  for (const Value* v : inputs) dims.push_back(v && !v->isSequence() && v->hasElement ? v->tensor.dims() : std::vector<int64_t>{});
+  return dims;
+}
+
+class CpuStep : public Step {
+ public:
+  // `source` is null for the reference kernel.
+  CpuStep(const Layer& layer, Tactic tactic, CpuKernelFn kernel, const CpuTactic* source)
+      : layer_(layer), tactic_(std::move(tactic)), kernel_(std::move(kernel)), source_(source) {}
+
+  const Tactic& tactic() const override { return tactic_; }
+
+  uint64_t workspaceBytes(const std::vector<const Value*>& inputs) const override {
+    return source_ && source_->workspaceBytes ? source_->workspaceBytes(layer_, shapesOf(inputs)) : 0;
+  }
+
+  std::vector<Value> enqueue(const StepIO& io, Stream&) const override {
+    return runLayerOnCpu(layer_, io.inputs, kernel_, io.subgraphs, io.outputs, io.scopeTypes, io.workspace,
+                         io.workspaceBytes);
+  }
+
+ private:
+  const Layer& layer_;
+  Tactic tactic_;
+  CpuKernelFn kernel_;
+  const CpuTactic* source_;
+};
 
 class CpuBackend : public Backend {
  public:
@@ -32,13 +70,34 @@ class CpuBackend : public Backend {
     return {};
   }
 
-  std::vector<Tactic> tactics(const Layer& layer, Precision precision) const override {
-    (void)precision;
+  // Activations are computed in fp32 whatever the storage precision, so the tactics do not depend on it.
+  std::vector<Tactic> tactics(const Layer& layer, Precision, const LayerInputs& inputs) const override {
     std::vector<Tactic> out;
-    for (const auto& id : CpuKernelRegistry::instance().tacticIds(layer.domain, layer.opType)) out.push_back({id});
-    if (out.empty()) out.push_back({"cpu." + (layer.domain.empty() ? "" : layer.domain + ".") + lower(layer.opType)});
+    for (const CpuTactic& t : CpuKernelRegistry::instance().tactics(layer.domain, layer.opType))
+      if (!t.applies || t.applies(layer, inputs))
+        out.push_back({t.id, TensorFormat::kLinear, TensorFormat::kLinear,
+                       t.workspaceBytes ? t.workspaceBytes(layer, inputs.dims) : 0});
+    if (out.empty()) out.push_back({referenceTacticId(layer)});
     return out;
   }
+
+  std::unique_ptr<Step> instantiate(const Layer& layer, const Tactic& tactic, const LayerWeights& weights) const override {
+    if (tactic.id == referenceTacticId(layer)) return std::make_unique<CpuStep>(layer, tactic, cpuKernelFor(layer), nullptr);
+    const auto& registry = CpuKernelRegistry::instance();
+    const CpuTactic* source = registry.findTactic(layer.domain, layer.opType, tactic.id);
+    if (!source) {
+      std::string known = referenceTacticId(layer);
+      for (const auto& t : registry.tactics(layer.domain, layer.opType)) known += ", " + t.id;
+      throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": the CPU backend has no tactic '" + tactic.id +
+                                                   "' (it has " + known +
+                                                   "); the plan was made by another Kiln version: rebuild it");
+    }
+    return std::make_unique<CpuStep>(layer, tactic, source->instantiate(layer, weights), source);
+  }
+
+  DeviceAllocator& allocator() const override { return cpuAllocator(); }
+  std::unique_ptr<Stream> createStream() const override { return makeCpuStream(); }
+  std::unique_ptr<Event> createEvent() const override { return makeCpuEvent(); }
 };
 
 }  // namespace

@@ -57,6 +57,12 @@ void KernelContext::setOutput(size_t i, HostTensor tensor) { outputs_.at(i) = Va
 
 void KernelContext::setOutputValue(size_t i, Value value) { outputs_.at(i) = std::move(value); }
 
+void* KernelContext::workspace(uint64_t bytes) {
+  if (bytes <= workspaceBytes_) return workspace_;
+  ownedWorkspace_ = std::make_unique<float[]>((bytes + sizeof(float) - 1) / sizeof(float));
+  return ownedWorkspace_.get();
+}
+
 void KernelContext::fail(const std::string& why) const {
   throw Error(ErrorCode::kRuntimeError, layer_.describe() + ": " + why);
 }
@@ -87,28 +93,21 @@ void CpuKernelRegistry::add(const std::string& domain, const std::string& opType
   kernels_[key(domain, opType)] = std::move(fn);
 }
 
-void CpuKernelRegistry::addTactic(const std::string& domain, const std::string& opType, const std::string& tacticId,
-                                  CpuKernelFn fn) {
-  auto& list = tactics_[key(domain, opType)];
-  if (list.empty() && !kernels_.count(key(domain, opType))) kernels_[key(domain, opType)] = fn;  // first is default
-  list.emplace_back(tacticId, std::move(fn));
+void CpuKernelRegistry::addTactic(const std::string& domain, const std::string& opType, CpuTactic tactic) {
+  tactics_[key(domain, opType)].push_back(std::move(tactic));
 }
 
-const CpuKernelFn* CpuKernelRegistry::findTactic(const std::string& domain, const std::string& opType,
-                                                 const std::string& tacticId) const {
+const std::vector<CpuTactic>& CpuKernelRegistry::tactics(const std::string& domain, const std::string& opType) const {
+  static const std::vector<CpuTactic> none;
   auto it = tactics_.find(key(domain, opType));
-  if (it != tactics_.end())
-    for (const auto& [id, fn] : it->second)
-      if (id == tacticId) return &fn;
-  return find(domain, opType);
+  return it == tactics_.end() ? none : it->second;
 }
 
-std::vector<std::string> CpuKernelRegistry::tacticIds(const std::string& domain, const std::string& opType) const {
-  std::vector<std::string> ids;
-  auto it = tactics_.find(key(domain, opType));
-  if (it != tactics_.end())
-    for (const auto& [id, fn] : it->second) ids.push_back(id);
-  return ids;
+const CpuTactic* CpuKernelRegistry::findTactic(const std::string& domain, const std::string& opType,
+                                               const std::string& tacticId) const {
+  for (const auto& t : tactics(domain, opType))
+    if (t.id == tacticId) return &t;
+  return nullptr;
 }
 
 }  // namespace kiln

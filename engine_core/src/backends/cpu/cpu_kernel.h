@@ -5,7 +5,10 @@
 #include <kiln/error.h>
 #include <kiln/network.h>
 
+#include "../backend.h"
+
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -14,8 +17,7 @@ namespace kiln {
 
 class KernelContext {
  public:
-  using SubgraphRunner =
-      std::function<std::vector<Value>(const Network&, const std::vector<Value>&)>;
+  using SubgraphRunner = kiln::SubgraphRunner;
 
   KernelContext(const Layer& layer, std::vector<const Value*> inputs, std::vector<Tensor> inferred,
                 SubgraphRunner subgraphRunner);
@@ -39,8 +41,15 @@ class KernelContext {
   void setOutputValue(size_t i, Value value);
   // Where allocateOutput takes memory from (the engine's activation arena); returning an empty
   // tensor falls back to a fresh allocation.
-  using OutputAllocator = std::function<HostTensor(size_t index, DataType dtype, const std::vector<int64_t>& dims)>;
+  using OutputAllocator = kiln::OutputAllocator;
   void setOutputAllocator(OutputAllocator allocator) { allocator_ = std::move(allocator); }
+  // Scratch memory of at least `bytes`: the step's workspace when it is large enough, else a buffer
+  // this context owns (so kernels run without a planned workspace too, e.g. in the reference).
+  void* workspace(uint64_t bytes);
+  void setWorkspace(void* data, uint64_t bytes) {
+    workspace_ = data;
+    workspaceBytes_ = bytes;
+  }
   std::vector<Value>& outputs() { return outputs_; }
 
   // Runs a subgraph attribute (If/Loop/Scan bodies); outer-scope tensors are visible to it.
@@ -57,26 +66,41 @@ class KernelContext {
   std::vector<Value> outputs_;
   SubgraphRunner subgraphRunner_;
   OutputAllocator allocator_;
+  void* workspace_ = nullptr;
+  uint64_t workspaceBytes_ = 0;
+  std::unique_ptr<float[]> ownedWorkspace_;
 };
 
 using CpuKernelFn = std::function<void(KernelContext&)>;
 
+// One implementation of an op that has several (e.g. direct vs GEMM convolution), under a stable
+// tactic id ("cpu.conv.im2col_gemm"); the builder times those that apply and the plan names its
+// choice.
+struct CpuTactic {
+  std::string id;
+  // Whether it can run the layer with these inputs.
+  std::function<bool(const Layer&, const LayerInputs&)> applies;
+  // Scratch bytes at these input dims.
+  std::function<uint64_t(const Layer&, const LayerShapes&)> workspaceBytes;
+  // The kernel for one layer; may prepare the weights once (e.g. repack them for its loops).
+  std::function<CpuKernelFn(const Layer&, const LayerWeights&)> instantiate;
+};
+
 class CpuKernelRegistry {
  public:
   static const CpuKernelRegistry& instance();
+  // The op's reference kernel (what the ReferenceExecutor runs, and the engine for ops without tactics).
   const CpuKernelFn* find(const std::string& domain, const std::string& opType) const;
   void add(const std::string& domain, const std::string& opType, CpuKernelFn fn);
   void add(const std::string& opType, CpuKernelFn fn) { add("", opType, std::move(fn)); }
-  // Ops with several implementations register each under a stable tactic id
-  // ("cpu.conv.im2col_gemm"); the builder times them and records its choice in the plan.
-  void addTactic(const std::string& domain, const std::string& opType, const std::string& tacticId, CpuKernelFn fn);
-  const CpuKernelFn* findTactic(const std::string& domain, const std::string& opType,
-                                const std::string& tacticId) const;
-  std::vector<std::string> tacticIds(const std::string& domain, const std::string& opType) const;
+  // Tactics are listed in the order added: put the best general guess first.
+  void addTactic(const std::string& domain, const std::string& opType, CpuTactic tactic);
+  const std::vector<CpuTactic>& tactics(const std::string& domain, const std::string& opType) const;
+  const CpuTactic* findTactic(const std::string& domain, const std::string& opType, const std::string& tacticId) const;
 
  private:
   std::unordered_map<std::string, CpuKernelFn> kernels_;
-  std::unordered_map<std::string, std::vector<std::pair<std::string, CpuKernelFn>>> tactics_;
+  std::unordered_map<std::string, std::vector<CpuTactic>> tactics_;
 };
 
 }  // namespace kiln

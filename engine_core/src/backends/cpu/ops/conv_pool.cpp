@@ -8,6 +8,7 @@
 namespace kiln {
 
 void registerPoolingCpuKernels(CpuKernelRegistry& registry);
+void registerConvTactics(CpuKernelRegistry& registry);
 
 namespace {
 
@@ -128,6 +129,7 @@ void registerConvPoolCpuKernels(CpuKernelRegistry& registry) {
   registry.add("ConvInteger", runConvInteger);
   registry.add("QLinearConv", runQLinearConv);
   registerPoolingCpuKernels(registry);
+  registerConvTactics(registry);
 }
 
 }  // namespace kiln

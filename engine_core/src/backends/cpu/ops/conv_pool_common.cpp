@@ -7,14 +7,19 @@
 namespace kiln {
 
 kernels::ConvShape forwardConvShape(const Layer& layer, const HostTensor& x, const HostTensor& w) {
-  const std::vector<int64_t> kernelDims(w.dims().begin() + 2, w.dims().end());
-  WindowAttributes attrs = readWindowAttributes(layer, x.rank() - 2, kernelDims);
+  return forwardConvShape(layer, x.dims(), w.dims());
+}
+
+kernels::ConvShape forwardConvShape(const Layer& layer, const std::vector<int64_t>& xDims,
+                                    const std::vector<int64_t>& wDims) {
+  const std::vector<int64_t> kernelDims(wDims.begin() + 2, wDims.end());
+  WindowAttributes attrs = readWindowAttributes(layer, xDims.size() - 2, kernelDims);
   kernels::ConvShape shape;
-  shape.batch = x.dim(0);
-  shape.inChannels = x.dim(1);
-  shape.outChannels = w.dim(0);
+  shape.batch = xDims[0];
+  shape.inChannels = xDims[1];
+  shape.outChannels = wDims[0];
   shape.group = layer.attrInt("group", 1);
-  shape.window = makeSpatialWindow(layer, attrs, {x.dims().begin() + 2, x.dims().end()});
+  shape.window = makeSpatialWindow(layer, attrs, {xDims.begin() + 2, xDims.end()});
   return shape;
 }
 

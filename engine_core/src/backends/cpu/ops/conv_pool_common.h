@@ -20,6 +20,8 @@ void convertFloatInto(const HostTensor& t, HostTensor& out);
 // Conv / ConvInteger / QLinearConv geometry for X[N, C, in...] and W[M, C/group, k...] (also used
 // by the fused convolution kernel).
 kernels::ConvShape forwardConvShape(const Layer& layer, const HostTensor& x, const HostTensor& w);
+kernels::ConvShape forwardConvShape(const Layer& layer, const std::vector<int64_t>& xDims,
+                                    const std::vector<int64_t>& wDims);
 
 // All values as float32 (per-channel parameters, rois, scales).
 std::vector<float> floatValues(const HostTensor& t);

@@ -9,6 +9,7 @@
 #include "../../../ops/op_families.h"
 #include "../cpu_kernel.h"
 #include "conv_pool_common.h"
+#include "fused_epilogue.h"
 
 #include <algorithm>
 #include <map>
@@ -31,15 +32,6 @@ Activation parseActivation(const KernelContext& ctx, const std::string& name) {
     ctx.fail("unknown activation '" + name + "'; expected one of Relu, Clip, Sigmoid, HardSigmoid, HardSwish, "
              "SiLU, Gelu, GeluTanh, LeakyRelu, Tanh");
   return it->second;
-}
-
-const float* float32Input(const KernelContext& ctx, size_t i, int64_t expectedCount, const char* what) {
-  const HostTensor& t = ctx.input(i);
-  if (t.dtype() != DataType::kFloat32) ctx.fail(std::string(what) + " must be float32");
-  if (t.elementCount() != expectedCount)
-    ctx.fail(std::string(what) + " has " + std::to_string(t.elementCount()) + " elements, expected " +
-             std::to_string(expectedCount));
-  return t.data<float>();
 }
 
 bool overlaps(const HostTensor& a, const HostTensor& b) {
@@ -72,6 +64,17 @@ HostTensor runBase(KernelContext& ctx, size_t baseInputs) {
   return out;
 }
 
+}  // namespace
+
+const float* float32Input(const KernelContext& ctx, size_t i, int64_t expectedCount, const char* what) {
+  const HostTensor& t = ctx.input(i);
+  if (t.dtype() != DataType::kFloat32) ctx.fail(std::string(what) + " must be float32");
+  if (t.elementCount() != expectedCount)
+    ctx.fail(std::string(what) + " has " + std::to_string(t.elementCount()) + " elements, expected " +
+             std::to_string(expectedCount));
+  return t.data<float>();
+}
+
 kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out) {
   const Layer& layer = ctx.layer();
   kernels::Epilogue e;
@@ -87,6 +90,8 @@ kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out) 
   }
   return e;
 }
+
+namespace {
 
 bool allFloat32(const KernelContext& ctx, size_t inputs) {
   for (size_t i = 0; i < inputs; ++i)

@@ -1,0 +1,192 @@
+// TacticSelector against a fake backend whose streams keep a virtual clock: each step advances it
+// by its tactic's cost, so the times the selector measures through the events are exact.
+#include <kiln/error.h>
+
+#include "backends/cpu/cpu_device.h"
+#include "builder/tactic_selector.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+using namespace kiln;
+
+namespace {
+
+class VirtualClockStream : public Stream {
+ public:
+  double now = 0;
+  void copy(void* destination, const void* source, uint64_t bytes) override { std::memcpy(destination, source, bytes); }
+  void wait(const Event&) override {}
+  void synchronize() override {}
+  void* native() override { return nullptr; }
+};
+
+class VirtualClockEvent : public Event {
+ public:
+  void record(Stream& stream) override { at_ = dynamic_cast<VirtualClockStream&>(stream).now; }
+  void synchronize() override {}
+  double millisecondsSince(const Event& start) const override {
+    return at_ - dynamic_cast<const VirtualClockEvent&>(start).at_;
+  }
+
+ private:
+  double at_ = 0;
+};
+
+struct FakeTactic {
+  Tactic tactic;
+  double milliseconds;
+  bool fails = false;  // instantiate throws, as for a tactic that cannot run the layer
+};
+
+class FakeStep : public Step {
+ public:
+  FakeStep(Tactic tactic, double ms, int& runs) : tactic_(std::move(tactic)), ms_(ms), runs_(runs) {}
+  const Tactic& tactic() const override { return tactic_; }
+  uint64_t workspaceBytes(const std::vector<const Value*>&) const override { return tactic_.workspaceBytes; }
+  std::vector<Value> enqueue(const StepIO& io, Stream& stream) const override {
+    EXPECT_GE(io.workspaceBytes, tactic_.workspaceBytes);
+    dynamic_cast<VirtualClockStream&>(stream).now += ms_;
+    ++runs_;
+    return {};
+  }
+
+ private:
+  Tactic tactic_;
+  double ms_;
+  int& runs_;
+};
+
+class FakeBackend : public Backend {
+ public:
+  explicit FakeBackend(std::vector<FakeTactic> offered) : offered_(std::move(offered)) {}
+  mutable std::map<std::string, int> runs;
+
+  BackendKind kind() const override { return BackendKind::kCpu; }
+  DeviceInfo device() const override { return {"virtual clock", ""}; }
+  SupportVerdict supports(const Layer&, Precision) const override { return {}; }
+  std::vector<Tactic> tactics(const Layer&, Precision, const LayerInputs& in) const override {
+    EXPECT_EQ(in.dims.at(0), (std::vector<int64_t>{8, 4}));  // asked at the max shapes
+    std::vector<Tactic> out;
+    for (const auto& t : offered_) out.push_back(t.tactic);
+    return out;
+  }
+  std::unique_ptr<Step> instantiate(const Layer& layer, const Tactic& tactic, const LayerWeights&) const override {
+    for (const auto& t : offered_)
+      if (t.tactic.id == tactic.id) {
+        if (t.fails) throw Error(ErrorCode::kUnsupported, layer.describe() + ": not on this device");
+        return std::make_unique<FakeStep>(t.tactic, t.milliseconds, runs[t.tactic.id]);
+      }
+    throw Error(ErrorCode::kInvalidArgument, "unknown tactic " + tactic.id);
+  }
+  DeviceAllocator& allocator() const override { return cpuAllocator(); }
+  std::unique_ptr<Stream> createStream() const override { return std::make_unique<VirtualClockStream>(); }
+  std::unique_ptr<Event> createEvent() const override { return std::make_unique<VirtualClockEvent>(); }
+
+ private:
+  std::vector<FakeTactic> offered_;
+};
+
+class TacticSelection : public ::testing::Test {
+ protected:
+  TacticSelection() {
+    network_.addInput("x", DataType::kFloat32, Shape::fromDims({-1, 4}));
+    Layer relu;
+    relu.name = "act";
+    relu.opType = "Relu";
+    relu.inputs = {"x"};
+    relu.outputs = {"y"};
+    network_.addLayer(relu);
+    network_.markOutput("y");
+  }
+  TacticChoice select(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit = 1 << 20) {
+    return TacticSelector(backend, cache, workspaceLimit)
+        .select(network_, network_.layers()[0], Precision::kFP32, {{"x", {2, 4}}}, {{"x", {8, 4}}});
+  }
+  Network network_;
+};
+
+const TacticCandidate& candidate(const TacticChoice& choice, const std::string& id) {
+  for (const auto& c : choice.candidates)
+    if (c.tactic == id) return c;
+  throw std::runtime_error("no candidate " + id);
+}
+
+TEST_F(TacticSelection, TimesEveryCandidateThroughEventsAndPicksTheFastest) {
+  FakeBackend backend({{{"fake.slow"}, 3.0}, {{"fake.fast", {}, {}, 4096}, 0.5}, {{"fake.middle"}, 1.25}});
+  TimingCache cache;
+  TacticChoice choice = select(backend, cache);
+  EXPECT_EQ(choice.tactic, "fake.fast");
+  EXPECT_TRUE(choice.timed);
+  EXPECT_FALSE(choice.fromCache);
+  EXPECT_DOUBLE_EQ(choice.milliseconds, 0.5);
+  EXPECT_EQ(choice.workspaceBytes, 4096u);
+  ASSERT_EQ(choice.candidates.size(), 3u);
+  EXPECT_DOUBLE_EQ(candidate(choice, "fake.slow").milliseconds, 3.0);
+  EXPECT_DOUBLE_EQ(candidate(choice, "fake.middle").milliseconds, 1.25);
+  for (const auto& c : choice.candidates) {
+    EXPECT_EQ(c.status, "timed");
+    EXPECT_EQ(backend.runs[c.tactic], 8) << c.tactic;  // a warm-up and seven timed runs
+  }
+  EXPECT_EQ(cache.size(), 3u);
+}
+
+TEST_F(TacticSelection, SecondSelectionTakesTimesFromTheCacheWithoutRunning) {
+  FakeBackend backend({{{"fake.a"}, 2.0}, {{"fake.b"}, 1.0}});
+  TimingCache cache;
+  select(backend, cache);
+  backend.runs.clear();
+  TacticChoice again = select(backend, cache);
+  EXPECT_EQ(again.tactic, "fake.b");
+  EXPECT_TRUE(again.fromCache);
+  EXPECT_FALSE(again.timed);
+  for (const auto& c : again.candidates) EXPECT_EQ(c.status, "cached");
+  EXPECT_TRUE(backend.runs.empty());
+}
+
+TEST_F(TacticSelection, TacticsOverTheWorkspaceLimitAreSkippedAndSaySo) {
+  FakeBackend backend({{{"fake.big", {}, {}, 2 << 20}, 0.1}, {{"fake.small", {}, {}, 1000}, 1.0}, {{"fake.none"}, 2.0}});
+  TimingCache cache;
+  TacticChoice choice = select(backend, cache, 1 << 20);
+  EXPECT_EQ(choice.tactic, "fake.small");
+  const TacticCandidate& big = candidate(choice, "fake.big");
+  EXPECT_EQ(big.status.rfind("skipped: needs 2097152 bytes", 0), 0u) << big.status;
+  EXPECT_LT(big.milliseconds, 0);
+  EXPECT_EQ(backend.runs.count("fake.big"), 0u);
+}
+
+TEST_F(TacticSelection, EveryTacticOverTheLimitIsAnErrorNamingTheLayer) {
+  FakeBackend backend({{{"fake.big", {}, {}, 5000}, 0.1}, {{"fake.bigger", {}, {}, 9000}, 0.1}});
+  TimingCache cache;
+  try {
+    select(backend, cache, 4096);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("'act'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--workspace"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(TacticSelection, ALoneCandidateIsTakenWithoutTiming) {
+  FakeBackend backend({{{"fake.only"}, 1.0}});
+  TimingCache cache;
+  TacticChoice choice = select(backend, cache);
+  EXPECT_EQ(choice.tactic, "fake.only");
+  EXPECT_FALSE(choice.timed);
+  EXPECT_EQ(choice.candidates.at(0).status, "only candidate");
+  EXPECT_TRUE(backend.runs.empty());
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST_F(TacticSelection, ATacticThatFailsIsNoCandidate) {
+  FakeBackend backend({{{"fake.broken"}, 0.1, true}, {{"fake.working"}, 4.0}});
+  TimingCache cache;
+  TacticChoice choice = select(backend, cache);
+  EXPECT_EQ(choice.tactic, "fake.working");
+  EXPECT_EQ(candidate(choice, "fake.broken").status.rfind("failed: ", 0), 0u);
+}
+
+}  // namespace
