@@ -1,9 +1,9 @@
 #include "tactic_selector.h"
 
 #include <kiln/error.h>
+#include <kiln/random_data.h>
 
 #include <algorithm>
-#include <random>
 
 namespace kiln {
 namespace {
@@ -62,8 +62,6 @@ std::optional<std::vector<Value>> TacticSelector::makeInputs(const Network& netw
                                                              const TensorShapes& optShapes, Stream& stream,
                                                              std::string& why) const {
   std::vector<Value> values(layer.inputs.size());
-  std::mt19937 rng(1234);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (size_t i = 0; i < layer.inputs.size(); ++i) {
     if (layer.inputs[i].empty()) continue;
     const Tensor& t = network.tensor(layer.inputs[i]);
@@ -72,15 +70,14 @@ std::optional<std::vector<Value>> TacticSelector::makeInputs(const Network& netw
       continue;
     }
     auto shape = optShapes.find(t.name);
-    if (shape == optShapes.end() || t.dtype != DataType::kFloat32) {
-      why = "input '" + t.name + "' has no float32 value of known shape to time with";
+    if (shape == optShapes.end() || t.dtype == DataType::kString || t.dtype == DataType::kUndefined) {
+      why = "input '" + t.name + "' has no numeric value of known shape to time with";
       return std::nullopt;
     }
-    HostTensor host(DataType::kFloat32, shape->second);
-    for (int64_t k = 0; k < host.elementCount(); ++k) host.data<float>()[k] = dist(rng);
+    HostTensor host = randomTensor(t.dtype, shape->second, seedForTensor(1234, t.name));
     DeviceBuffer memory = allocateBuffer(backend_.allocator(), host.byteSize(), 64);
     stream.copy(memory.get(), host.rawData(), host.byteSize());
-    values[i] = Value(HostTensor::inArena(DataType::kFloat32, shape->second, memory, 0));
+    values[i] = Value(HostTensor::inArena(t.dtype, shape->second, memory, 0));
   }
   return values;
 }
