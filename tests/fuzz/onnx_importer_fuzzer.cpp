@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes into OnnxImporter::importBytes. A kiln::Error is the correct
 // answer to bad input; a crash, sanitizer report or any other exception is a bug.
 // Build: cmake --preset fuzz && cmake --build --preset fuzz --target onnx_importer_fuzzer
-// Run:   scripts/run_fuzzer.sh [SECONDS]
+// Run:   scripts/run_fuzzer.sh onnx_importer [SECONDS]
 #include <kiln/error.h>
 #include <kiln/onnx_importer.h>
 

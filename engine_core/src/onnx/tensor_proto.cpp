@@ -7,8 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
+#include <climits>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 namespace kiln::onnx_import {
 namespace {
@@ -17,20 +20,28 @@ using onnx::TensorProto;
 
 [[noreturn]] void fail(ErrorCode code, const std::string& msg) { throw Error(code, msg); }
 
+static_assert(sizeof(off_t) == 8, "external data past 2 GiB needs a 64-bit off_t");
+
+// An external_data offset or length: decimal digits only, 0 to INT64_MAX (std::stoll would take
+// "12abc", " 12" and "-5").
+std::optional<int64_t> parseByteCount(const std::string& text) {
+  int64_t value = -1;
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end || value < 0) return std::nullopt;
+  return value;
+}
+
 // Memory-maps [offset, offset+length) of an external-data file; the mapping lives as long as any
-// tensor viewing it.
+// tensor viewing it. Offsets and lengths are 64-bit all the way (files past 4 GiB are common).
 HostTensor mapExternal(const TensorProto& proto, DataType dtype, std::vector<int64_t> dims,
                        const std::string& baseDir, const std::string& what) {
   std::string location;
-  int64_t offset = 0, length = -1;
+  std::optional<std::string> offsetText, lengthText;
   for (const auto& kv : proto.external_data()) {
-    try {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
-    } catch (const std::exception&) {
-      fail(ErrorCode::kInvalidModel, what + ": external_data '" + kv.key() + "' is not a number: '" + kv.value() + "'");
-    }
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offsetText = kv.value();
+    else if (kv.key() == "length") lengthText = kv.value();
   }
   if (location.empty()) fail(ErrorCode::kInvalidModel, what + ": external data has no 'location'");
   std::filesystem::path rel(location);
@@ -38,6 +49,17 @@ HostTensor mapExternal(const TensorProto& proto, DataType dtype, std::vector<int
     fail(ErrorCode::kInvalidModel, what + ": external data location '" + location +
                                        "' must be a relative path inside the model's folder");
   std::string path = (std::filesystem::path(baseDir.empty() ? "." : baseDir) / rel).string();
+  auto byteCount = [&](const char* key, const std::optional<std::string>& text) -> std::optional<int64_t> {
+    if (!text) return std::nullopt;
+    auto value = parseByteCount(*text);
+    if (!value)
+      fail(ErrorCode::kInvalidModel, what + ": external data in '" + path + "': '" + key +
+                                         "' must be a byte count from 0 to " + std::to_string(INT64_MAX) +
+                                         ", not '" + *text + "'");
+    return value;
+  };
+  const int64_t offset = byteCount("offset", offsetText).value_or(0);
+  const std::optional<int64_t> length = byteCount("length", lengthText);  // the rest of the file when not given
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     fail(ErrorCode::kIoError, what + ": external data file '" + path +
@@ -47,25 +69,34 @@ HostTensor mapExternal(const TensorProto& proto, DataType dtype, std::vector<int
     ::close(fd);
     fail(ErrorCode::kIoError, what + ": external data file '" + path + "' is not a regular file");
   }
-  int64_t fileSize = st.st_size;
-  size_t elem = byteSize(dtype);
-  int64_t count = elementCount(dims);
-  int64_t need = count * int64_t(elem);
-  if (length < 0) length = fileSize - offset;
-  // Compared without forming offset + need, which a hostile offset could overflow.
-  if (offset < 0 || offset > fileSize || length < need || need > fileSize - offset) {
+  auto reject = [&](const std::string& why) {
     ::close(fd);
-    fail(ErrorCode::kInvalidModel, what + ": external data in '" + path + "' at offset " + std::to_string(offset) +
-                                       " holds " + std::to_string(std::max<int64_t>(0, fileSize - offset)) +
-                                       " bytes, the tensor needs " + std::to_string(need));
-  }
+    fail(ErrorCode::kInvalidModel, what + ": external data in '" + path + "' " + why);
+  };
+  const int64_t fileSize = st.st_size;
+  const int64_t need = elementCount(dims) * int64_t(byteSize(dtype));  // < 2^44: the caller caps shapes
+  const std::string fileBytes = " (the file has " + std::to_string(fileSize) + " bytes)";
+  // Compared without forming offset + length, which a hostile offset could overflow.
+  if (offset > fileSize)
+    reject("starts at offset " + std::to_string(offset) + ", past the end of the file" + fileBytes +
+           "; the file is truncated or belongs to another model");
+  const int64_t available = fileSize - offset;
+  if (length && *length > available)
+    reject("at offset " + std::to_string(offset) + " with length " + std::to_string(*length) +
+           " runs past the end of the file" + fileBytes + "; the file is truncated or belongs to another model");
+  if (length && *length != need)
+    reject("has length " + std::to_string(*length) + ", but shape " + dimsToString(dims) + " of " +
+           std::string(toString(dtype)) + " needs " + std::to_string(need) + " bytes");
+  if (need > available)
+    reject("holds " + std::to_string(available) + " bytes from offset " + std::to_string(offset) +
+           " to its end, the tensor needs " + std::to_string(need) + fileBytes);
   if (need == 0) {
     ::close(fd);
     return HostTensor(dtype, std::move(dims));
   }
-  long page = sysconf(_SC_PAGESIZE);
-  int64_t alignedOffset = offset / page * page;
-  size_t mapLength = size_t(offset - alignedOffset + need);
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  const off_t alignedOffset = offset / page * page;
+  const size_t mapLength = size_t(offset - alignedOffset + need);
   void* base = ::mmap(nullptr, mapLength, PROT_READ, MAP_PRIVATE, fd, alignedOffset);
   ::close(fd);
   if (base == MAP_FAILED) fail(ErrorCode::kIoError, what + ": cannot map external data file '" + path + "'");
