@@ -1,7 +1,8 @@
 // Times what opening a big model in Kiln Studio costs, end to end and by phase: build a ResNet-like
 // ONNX model of N layers (ModelBuilder), import it, then let GraphScene (the app's own path) build
 // the view structure, measure the boxes, lay the graph out with Graphviz and create the scene items;
-// first as opened (big graphs start with their deepest blocks collapsed), then after Expand All.
+// first as opened (big graphs start with their deepest blocks collapsed), then after Expand All;
+// and the same model with flat layer names (no blocks to collapse or to lay out one by one).
 // Prints a table; asserts nothing.
 //   QT_QPA_PLATFORM=offscreen ./build/default/tests/views/kiln_graph_layout_bench [--repeat N] [blocks-per-stage...]
 #include "sample_networks.h"
@@ -41,8 +42,9 @@ struct Run {
   size_t layers = 0;
   double import = 0;
   ViewTiming opened, expanded;
-  double cpu = 0;  // process CPU seconds from import to the expanded scene
+  double cpu = 0;  // process CPU seconds from import to the last scene
   double total() const { return import + opened.wall + expanded.wall; }
+  bool expandable = true;
 };
 
 // Runs `change` (which starts a layout) and waits for the scene to be rebuilt.
@@ -61,8 +63,9 @@ ViewTiming timeLayout(GraphScene& scene, Change change) {
           scene.layoutMethod()};
 }
 
-Run openAndExpand(const std::string& bytes) {
+Run openAndExpand(const std::string& bytes, bool expand) {
   Run run;
+  run.expandable = expand;
   const double cpuStart = cpuSeconds();
   const auto start = Clock::now();
   auto network = kiln::OnnxImporter({.inferShapes = false, .expandFunctions = false}).importBytes(bytes);
@@ -70,7 +73,7 @@ Run openAndExpand(const std::string& bytes) {
   run.layers = network->layers().size();
   GraphScene scene;
   run.opened = timeLayout(scene, [&] { scene.setNetwork(network); });
-  run.expanded = timeLayout(scene, [&] { scene.setAllGroupsCollapsed(false); });
+  if (expand) run.expanded = timeLayout(scene, [&] { scene.setAllGroupsCollapsed(false); });
   run.cpu = cpuSeconds() - cpuStart;
   return run;
 }
@@ -95,21 +98,28 @@ int main(int argc, char** argv) {
 
   std::printf("%7s %-9s %6s %6s | %6s %9s %6s %6s | %7s %6s | %s\n", "layers", "view", "boxes", "blocks", "import",
               "structure", "layout", "scene", "total s", "cpu s", "method");
-  for (int blocks : blocksPerStage) {
-    const std::string bytes = kiln::test::sampleNetworkOnnx({.stages = 4, .blocksPerStage = blocks, .channels = 4});
+  auto medianRun = [repeat](const std::string& bytes, bool expand) {
     std::vector<Run> runs;
-    for (int r = 0; r < repeat; ++r) runs.push_back(openAndExpand(bytes));
+    for (int r = 0; r < repeat; ++r) runs.push_back(openAndExpand(bytes, expand));
     std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.total() < b.total(); });
-    const Run& median = runs[runs.size() / 2];
-    printRow(median, "collapsed", median.opened, median.import + median.opened.wall);
-    printRow(median, "expanded", median.expanded, median.total());
+    return runs[runs.size() / 2];
+  };
+  for (int blocks : blocksPerStage) {
+    kiln::test::SampleNetworkOptions options{.stages = 4, .blocksPerStage = blocks, .channels = 4};
+    const Run run = medianRun(kiln::test::sampleNetworkOnnx(options), true);
+    printRow(run, "collapsed", run.opened, run.import + run.opened.wall);
+    printRow(run, "expanded", run.expanded, run.total());
+    options.blockNames = false;
+    const Run flat = medianRun(kiln::test::sampleNetworkOnnx(options), false);
+    printRow(flat, "flat", flat.opened, flat.total());
     std::fflush(stdout);
   }
   std::printf(
       "collapsed: as Kiln Studio opens the model (big graphs start with their deepest blocks collapsed).\n"
       "expanded: after View > Expand All Groups; its total runs end to end: import, open, expand.\n"
+      "flat: the same model with flat layer names (\"layer1_0_conv1_Conv\"): no blocks, one dot run.\n"
       "Phases in seconds: structure (groups, visible graph, measuring boxes), layout (Graphviz, worker thread),\n"
-      "scene (creating items). cpu s: process CPU time from import to the expanded scene. Median of %d runs.\n",
+      "scene (creating items). cpu s: process CPU time from import to the last scene. Median of %d runs.\n",
       repeat);
   return 0;
 }

@@ -1,7 +1,8 @@
 // The nested (block by block) layout on a hand-made graph of residual blocks, nested clusters and
-// edges that cross several frames: every box placed without overlap inside its frames, frames
-// nested or apart, every route attached to its two boxes and crossing frames through their top
-// and bottom, identical blocks laid out alike, the same input giving the same layout.
+// edges that cross several frames, and on a big flat graph cut into bands: every box placed
+// without overlap inside its frames, frames nested or apart, every route attached to its two boxes
+// and crossing frames through their top and bottom, identical blocks laid out alike, the same
+// input giving the same layout.
 #include <graph/graph_layout.h>
 
 #include <kiln/error.h>
@@ -220,6 +221,37 @@ class NestedLayoutTest : public QObject {
     checkRoutes(graph, layout);
     QVERIFY(layout.edges[0].bezier != layout.edges[1].bezier);  // each parallel edge keeps its route
     QCOMPARE(QString::fromStdString(layout.method), QStringLiteral("dot"));
+  }
+
+  // A long flat chain with skips is laid out in bands; nothing of them shows but the layout.
+  void bigFlatGraphInBands() {
+    LayoutGraph graph;
+    std::mt19937 random(11);
+    std::uniform_real_distribution<double> width(60, 220), height(30, 90);
+    for (int i = 0; i < 1200; ++i) {
+      graph.nodes.push_back({QSizeF(std::round(width(random)), std::round(height(random))), -1});
+      if (i > 0) graph.edges.push_back({i - 1, i});
+      if (i % 5 == 4) graph.edges.push_back({i - 4, i});  // a residual skip over three boxes
+    }
+    const LayoutResult layout = layoutGraph(graph);
+    QVERIFY(QString::fromStdString(layout.method).contains(QStringLiteral("bands")));
+    checkBoxes(graph, layout);
+    checkRoutes(graph, layout);
+    QVERIFY(layout.clusterRects.empty());
+    // Still one column going down: every edge runs downwards.
+    for (const auto& edge : graph.edges)
+      QVERIFY(layout.nodeCenters[size_t(edge.to)].y() > layout.nodeCenters[size_t(edge.from)].y());
+  }
+
+  // Bands also hold clusters: frames stay nested or apart, routes attached.
+  void bandsAroundBlocks() {
+    const ResidualModel model;
+    LayoutOptions options;
+    options.maxBandItems = 3;
+    const LayoutResult layout = layoutGraph(model.graph, options);
+    QVERIFY(QString::fromStdString(layout.method).contains(QStringLiteral("bands")));
+    checkBoxes(model.graph, layout);
+    checkRoutes(model.graph, layout);
   }
 
   void emptyClusterGetsAFrame() {

@@ -1,6 +1,7 @@
 #include "graph/graph_layout.h"
 
 #include "graph/dot_layout.h"
+#include "graph/layout_bands.h"
 
 #include <kiln/error.h>
 
@@ -19,7 +20,8 @@
 // inside, an exit port on the bottom rank for every inside value used outside. Clusters are laid out
 // innermost first; those with identical flat graphs (sizes, edges, ports) share one dot run, so a
 // model of 700 repeated blocks costs a dozen small layouts. An edge's route is then stitched from
-// its pieces: source → exit ports → the common container → entry ports → target.
+// its pieces: source → exit ports → the common container → entry ports → target. Containers of
+// many boxes are first cut into frameless bands (layout_bands.h), so no dot run grows big.
 namespace kiln::views {
 namespace {
 
@@ -150,8 +152,9 @@ std::string signature(const dot::FlatGraph& graph) {
 
 class NestedLayout {
  public:
-  NestedLayout(const LayoutGraph& input, const LayoutOptions& options, const LayoutMonitor& monitor)
-      : input_(input), options_(options), monitor_(monitor) {}
+  // Clusters from `firstBand` on are bands: no frame, no title, not in the result.
+  NestedLayout(const LayoutGraph& input, size_t firstBand, const LayoutOptions& options, const LayoutMonitor& monitor)
+      : input_(input), firstBand_(int(firstBand)), options_(options), monitor_(monitor) {}
 
   LayoutResult run() {
     collectItems();
@@ -267,8 +270,9 @@ class NestedLayout {
     }
   }
 
+  bool isFramed(int container) const { return container < firstBand_; }
   double titleHeight(int container) const {
-    return container == root() ? 0 : input_.clusters[size_t(container)].headerHeight + kTitleGap;
+    return isFramed(container) ? input_.clusters[size_t(container)].headerHeight + kTitleGap : 0;
   }
 
   // Innermost first, so that every cluster's frame size is known before its parent is laid out.
@@ -291,8 +295,10 @@ class NestedLayout {
       }
       container.layout = it->second;
       const QRectF content = layouts_[size_t(container.layout)].bounds;
-      container.frame.setSize(QSizeF(std::max(content.width() + 2 * kFrameMargin, kMinFrameWidth),
-                                     content.height() + titleHeight(order[done]) + kFrameMargin));
+      const bool framed = isFramed(order[done]);
+      const double margin = framed ? kFrameMargin : 0;
+      container.frame.setSize(QSizeF(std::max(content.width() + 2 * margin, framed ? kMinFrameWidth : 0.0),
+                                     content.height() + titleHeight(order[done]) + margin));
     }
   }
 
@@ -375,16 +381,20 @@ class NestedLayout {
         appendRoute(route, part);
       }
     }
-    result.clusterRects.reserve(input_.clusters.size());
-    for (size_t c = 0; c < input_.clusters.size(); ++c) result.clusterRects.push_back(containers_[c].frame);
+    result.clusterRects.reserve(size_t(firstBand_));
+    for (int c = 0; c < firstBand_; ++c) result.clusterRects.push_back(containers_[size_t(c)].frame);
     result.method = boundedIterations_ ? "dot (bounded iterations)" : "dot";
-    if (!input_.clusters.empty())
-      result.method += ", " + std::to_string(layouts_.size()) + " layouts for " +
-                       std::to_string(input_.clusters.size()) + " blocks";
+    if (layouts_.size() > 1) {
+      result.method += ", " + std::to_string(layouts_.size()) + " layouts for ";
+      if (firstBand_ > 0) result.method += std::to_string(firstBand_) + " blocks";
+      if (firstBand_ > 0 && root() > firstBand_) result.method += " and ";
+      if (root() > firstBand_) result.method += std::to_string(root() - firstBand_) + " bands";
+    }
     return result;
   }
 
   const LayoutGraph& input_;
+  const int firstBand_;
   const LayoutOptions& options_;
   const LayoutMonitor& monitor_;
   std::vector<Container> containers_;  // clusters by index, then the top level
@@ -400,7 +410,8 @@ class NestedLayout {
 LayoutResult layoutGraph(const LayoutGraph& input, const LayoutOptions& options, const LayoutMonitor& monitor) {
   checkCancel(monitor, 0.0, "Preparing layout");
   validate(input);
-  LayoutResult result = NestedLayout(input, options, monitor).run();
+  const BandedGraph banded = cutIntoBands(input, options.maxBandItems);
+  LayoutResult result = NestedLayout(banded.graph, banded.firstBand, options, monitor).run();
   checkCancel(monitor, 1.0, "Layout done");
   return result;
 }

@@ -54,8 +54,11 @@ struct LayoutResult {
 struct LayoutOptions {
   double rankSeparation = 36;  // vertical gap between ranks, in scene units
   double nodeSeparation = 24;
-  // Above this many boxes in one flat graph (a model without blocks), dot's coordinate assignment
-  // runs with bounded iterations: 5,000 boxes then lay out in about two seconds instead of twelve.
+  // The top level or a cluster holding more boxes than this is laid out as a stack of bands of
+  // about this many (see layout_bands.h): a model without blocks still lays out in pieces.
+  int maxBandItems = 400;
+  // Above this many boxes in one flat graph (a band can hold more when one rank is that wide),
+  // dot's coordinate assignment runs with bounded iterations.
   int largeGraphNodes = 1500;
 };
 
