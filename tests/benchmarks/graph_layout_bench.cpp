@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   std::printf(
       "collapsed: as Kiln Studio opens the model (big graphs start with their deepest blocks collapsed).\n"
       "expanded: after View > Expand All Groups; its total runs end to end: import, open, expand.\n"
-      "flat: the same model with flat layer names (\"layer1_0_conv1_Conv\"): no blocks, one dot run.\n"
+      "flat: the same model with flat layer names (\"layer1_0_conv1_Conv\"): no blocks; laid out in bands.\n"
       "Phases in seconds: structure (groups, visible graph, measuring boxes), layout (Graphviz, worker thread),\n"
       "scene (creating items). cpu s: process CPU time from import to the last scene. Median of %d runs.\n",
       repeat);
