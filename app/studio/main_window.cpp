@@ -171,8 +171,8 @@ void MainWindow::applyDefaultDockSizes() {
   auto* inspector = findChild<QDockWidget*>(QStringLiteral("InspectorDock"));
   auto* overview = findChild<QDockWidget*>(QStringLiteral("OverviewDock"));
   resizeDocks({search, inspector}, {260, 380}, Qt::Horizontal);
-  resizeDocks({engine_->fusionDock()}, {height() / 5}, Qt::Vertical);
-  resizeDocks({inspector, overview}, {3 * height() / 5, height() / 5}, Qt::Vertical);
+  resizeDocks({engine_->fusionDock()}, {height() / 4}, Qt::Vertical);
+  resizeDocks({inspector, overview}, {4 * height() / 5, height() / 5}, Qt::Vertical);
 }
 
 void MainWindow::createActions() {

@@ -21,7 +21,7 @@ namespace kiln::views {
 namespace {
 
 constexpr int kMaxFittedRows = 12;  // taller tables scroll
-constexpr int kMinHistogramHeight = 180;
+constexpr int kMinHistogramHeight = 120;
 
 QTableView* makeTable(QAbstractItemModel* model, QWidget* parent) {
   auto* view = new QTableView(parent);
@@ -77,6 +77,7 @@ InspectorPanel::InspectorPanel(QWidget* parent) : QWidget(parent) {
   weightLayout->addWidget(weightChoice_);
   weightLayout->addWidget(histogram_, 1);
   nodePage_->addWidget(section(tr("Weights"), weights, nodePage_, &weightHeading_));
+  nodePage_->setStretchFactor(2, 1);  // when the dock resizes, the histogram grows or shrinks, not the tables
   connect(weightChoice_, &QComboBox::currentIndexChanged, this, &InspectorPanel::showWeight);
 
   auto* modelSplitter = new QSplitter(Qt::Vertical, this);
