@@ -5,6 +5,7 @@
 
 #include "common/heat_scale.h"
 
+#include <QFontMetricsF>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QScrollBar>
@@ -41,12 +42,15 @@ void GraphView::drawForeground(QPainter* painter, const QRectF&) {
   painter->save();
   painter->resetTransform();
   painter->setRenderHint(QPainter::Antialiasing);
-  const QRectF panel(12, viewport()->height() - 62, 230, 50);
+  QFont font = graph_style::textFont();
+  font.setBold(true);
+  // As wide as its title (which names the metric and its unit), within the view.
+  const double titleWidth = QFontMetricsF(font).horizontalAdvance(graph->heatmapTitle()) + 20;
+  const double width = std::clamp(titleWidth, 230.0, std::max(230.0, viewport()->width() - 24.0));
+  const QRectF panel(12, viewport()->height() - 62, width, 50);
   painter->setPen(QPen(QColor(0xD1, 0xD5, 0xDB), 1));
   painter->setBrush(QColor(255, 255, 255, 235));
   painter->drawRoundedRect(panel, 6, 6);
-  QFont font = graph_style::textFont();
-  font.setBold(true);
   painter->setFont(font);
   painter->setPen(QColor(0x1F, 0x29, 0x37));
   painter->drawText(panel.adjusted(10, 4, -10, 0), Qt::AlignLeft | Qt::AlignTop, graph->heatmapTitle());
