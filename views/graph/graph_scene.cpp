@@ -357,6 +357,7 @@ void GraphScene::decorateItems() {
     item->setHighlighted(std::any_of(highlighted_.begin(), highlighted_.end(),
                                      [&](int node) { return structure_.isInGroup(node, item->index()); }));
   }
+  emit itemsRestyled();
 }
 
 void GraphScene::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {

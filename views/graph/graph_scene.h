@@ -91,6 +91,8 @@ class GraphScene : public QGraphicsScene {
   void selectionTargetChanged();
   void focusRequested(const QRectF& sceneRect);
   void heatmapChanged();
+  // Items were recoloured, dimmed or outlined (heatmap, highlighted nodes).
+  void itemsRestyled();
 
  protected:
   void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) override;

@@ -139,10 +139,35 @@ Overview::Overview(GraphScene* scene, GraphView* mainView, QWidget* parent)
   setCursor(Qt::PointingHandCursor);
   connect(mainView, &GraphView::visibleAreaChanged, viewport(), qOverload<>(&QWidget::update));
   connect(scene, &GraphScene::layoutFinished, this, &Overview::fitScene);
+  connect(scene, &GraphScene::itemsRestyled, this, &Overview::redrawPicture);
+  connect(scene, &GraphScene::heatmapChanged, this, &Overview::redrawPicture);  // also on a new model
+  connect(scene, &QGraphicsScene::selectionChanged, this, &Overview::redrawPicture);
 }
 
 void Overview::fitScene() {
   if (scene() && !scene()->sceneRect().isEmpty()) fitInView(scene()->sceneRect(), Qt::KeepAspectRatio);
+  redrawPicture();
+}
+
+void Overview::redrawPicture() {
+  picture_ = QPixmap();
+  viewport()->update();
+}
+
+void Overview::paintEvent(QPaintEvent*) {
+  const QRect area = viewport()->rect();
+  if (picture_.isNull() && scene()) {
+    const qreal ratio = devicePixelRatioF();
+    picture_ = QPixmap(area.size() * ratio);
+    picture_.setDevicePixelRatio(ratio);
+    QPainter painter(&picture_);
+    painter.setRenderHints(renderHints());
+    scene()->render(&painter, QRectF(area), mapToScene(area).boundingRect(), Qt::IgnoreAspectRatio);
+  }
+  QPainter painter(viewport());
+  painter.drawPixmap(0, 0, picture_);
+  painter.setTransform(viewportTransform());
+  drawForeground(&painter, mapToScene(area).boundingRect());
 }
 
 void Overview::resizeEvent(QResizeEvent* event) {
