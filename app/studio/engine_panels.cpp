@@ -195,7 +195,8 @@ void EnginePanels::startComparison() {
 
 void EnginePanels::onBuilt(std::shared_ptr<const BuiltEngine> built) {
   const auto& report = built->report;
-  const QString summary = tr("Built %1 engine: %2 ONNX nodes → %3 layers, plan %4, %5 s")
+  // A no-break space keeps the time and its unit on one line when the label wraps.
+  const QString summary = tr("Built %1 engine: %2 ONNX nodes → %3 layers, plan %4, in %5\u00A0s")
                               .arg(built->precision)
                               .arg(report.onnxNodeCount)
                               .arg(report.layers.size())

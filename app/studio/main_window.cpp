@@ -28,6 +28,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QToolBar>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -109,7 +110,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   QSettings settings;
   if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) resize(1400, 900);
-  restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+  needsDefaultDockSizes_ = !restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
   rebuildRecentMenu();
   updateTitle();
 }
@@ -146,9 +147,6 @@ void MainWindow::createDocks() {
   engine_ = new EnginePanels(this, document_, scene_);
   tabifyDockWidget(searchDock, engine_->buildDock());
   searchDock->raise();
-  resizeDocks({searchDock, inspectorDock}, {240, 400}, Qt::Horizontal);
-  resizeDocks({engine_->fusionDock()}, {300}, Qt::Vertical);
-  resizeDocks({inspectorDock, overviewDock}, {640, 220}, Qt::Vertical);
   connect(searchField_, &QLineEdit::textChanged, this, &MainWindow::runSearch);
   connect(searchField_, &QLineEdit::returnPressed, this, [this] {
     if (searchResults_->rowCount() == 0) return;
@@ -157,6 +155,24 @@ void MainWindow::createDocks() {
   });
   connect(searchList_, &QListView::activated, this, [this](const QModelIndex& index) { jumpToResult(index.row()); });
   connect(searchList_, &QListView::clicked, this, [this](const QModelIndex& index) { jumpToResult(index.row()); });
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (!needsDefaultDockSizes_) return;
+  needsDefaultDockSizes_ = false;
+  // Dock sizes only stick once the window has its size: after this show, not in the constructor.
+  QTimer::singleShot(0, this, &MainWindow::applyDefaultDockSizes);
+}
+
+// The graph gets most of the window: narrow side docks, a low engine panel (empty until a build).
+void MainWindow::applyDefaultDockSizes() {
+  auto* search = findChild<QDockWidget*>(QStringLiteral("SearchDock"));
+  auto* inspector = findChild<QDockWidget*>(QStringLiteral("InspectorDock"));
+  auto* overview = findChild<QDockWidget*>(QStringLiteral("OverviewDock"));
+  resizeDocks({search, inspector}, {260, 380}, Qt::Horizontal);
+  resizeDocks({engine_->fusionDock()}, {height() / 4}, Qt::Vertical);
+  resizeDocks({inspector, overview}, {4 * height() / 5, height() / 5}, Qt::Vertical);
 }
 
 void MainWindow::createActions() {

@@ -36,12 +36,14 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
  private:
   void createActions();
   void createDocks();
+  void applyDefaultDockSizes();
   void chooseAndOpen();
   void chooseAndExport();
   void onLoaded();
@@ -71,4 +73,5 @@ class MainWindow : public QMainWindow {
   QToolButton* cancelButton_;
   QLabel* countLabel_;
   int searchCursor_ = -1;
+  bool needsDefaultDockSizes_ = false;  // no saved layout: size the docks once the window shows
 };

@@ -1,5 +1,6 @@
 // Graph layout of a small and a large model: finite positions, no overlapping boxes within a rank,
-// a route for every edge; cancelling keeps the scene consistent.
+// a route for every edge from its source box to its target box; cancelling keeps the scene
+// consistent.
 #include "sample_networks.h"
 
 #include <graph/edge_item.h>
@@ -23,6 +24,13 @@ kiln::test::SampleNetworkOptions largeModel() {
   return {.stages = 4, .blocksPerStage = 178, .channels = 4, .withHead = true};
 }
 
+constexpr double kArrowReach = 12;  // an arrow head's length, and some
+
+QRectF boxOf(const NodeItem* item) {
+  const QSizeF size = item->size();
+  return QRectF(item->pos() - QPointF(size.width() / 2, size.height() / 2), size);
+}
+
 void checkLayout(const GraphScene& scene) {
   const auto& items = scene.nodeItems();
   QCOMPARE(items.size(), scene.visibleGraph().items.size());
@@ -31,8 +39,7 @@ void checkLayout(const GraphScene& scene) {
   for (const NodeItem* item : items) {
     const QPointF p = item->pos();
     QVERIFY2(std::isfinite(p.x()) && std::isfinite(p.y()), "node position is not finite");
-    const QSizeF size = item->size();
-    ranks[std::lround(p.y())].push_back(QRectF(p - QPointF(size.width() / 2, size.height() / 2), size));
+    ranks[std::lround(p.y())].push_back(boxOf(item));
   }
   for (auto& [y, boxes] : ranks) {
     std::sort(boxes.begin(), boxes.end(), [](const QRectF& a, const QRectF& b) { return a.left() < b.left(); });
@@ -41,7 +48,16 @@ void checkLayout(const GraphScene& scene) {
                qPrintable(QStringLiteral("boxes overlap in the rank at y=%1").arg(y)));
   }
   QCOMPARE(scene.edgeItems().size(), scene.visibleGraph().edges.size());
-  for (const EdgeItem* edge : scene.edgeItems()) QVERIFY2(!edge->path().isEmpty(), "an edge has no route");
+  for (size_t e = 0; e < scene.edgeItems().size(); ++e) {
+    const QPainterPath& path = scene.edgeItems()[e]->path();
+    QVERIFY2(!path.isEmpty(), "an edge has no route");
+    const auto& edge = scene.visibleGraph().edges[e];
+    QVERIFY2(boxOf(items[size_t(edge.from)]).adjusted(-1.5, -1.5, 1.5, 1.5).contains(path.elementAt(0)),
+             "an edge does not start at its source");
+    QVERIFY2(boxOf(items[size_t(edge.to)]).adjusted(-kArrowReach, -kArrowReach, kArrowReach, kArrowReach)
+                 .contains(path.currentPosition()),
+             "an edge does not end at its target");
+  }
 }
 
 bool layOut(GraphScene& scene, std::shared_ptr<const kiln::Network> network) {

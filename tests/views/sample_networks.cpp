@@ -4,6 +4,8 @@
 
 #include <kiln/onnx_importer.h>
 
+#include <algorithm>
+
 namespace kiln::test {
 namespace {
 
@@ -42,6 +44,8 @@ class SampleBuilder {
     }
     if (options_.withHead) x = head(x, channels, size);
     builder_.output(x, kFloat, {1, 10}, true);
+    if (!options_.blockNames)
+      for (auto& node : *builder_.model().mutable_graph()->mutable_node()) node.set_name(flatName(node.name()));
     return builder_.bytes();
   }
 
@@ -52,6 +56,13 @@ class SampleBuilder {
     auto* tensor = info->mutable_type()->mutable_tensor_type();
     tensor->set_elem_type(type);
     for (int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+    return name;
+  }
+
+  // "/layer1/0/conv1/Conv" -> "layer1_0_conv1_Conv".
+  static std::string flatName(std::string name) {
+    if (!name.empty() && name[0] == '/') name.erase(0, 1);
+    std::replace(name.begin(), name.end(), '/', '_');
     return name;
   }
 

@@ -14,6 +14,7 @@ struct SampleNetworkOptions {
   int blocksPerStage = 2;   // residual blocks per stage ("/layer1/0", "/layer1/1", ...): 7 layers each
   int channels = 16;        // channels of the first stage (doubles every stage)
   bool withHead = true;     // attention-style head: MatMul, Transpose, Reshape, Softmax, LayerNorm, Q/DQ, If
+  bool blockNames = true;   // false: flat node names ("layer1_0_conv1_Conv"), so the views find no blocks
 };
 
 // Serialized ModelProto.

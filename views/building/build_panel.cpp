@@ -22,6 +22,8 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace kiln::views {
 namespace {
 
@@ -143,7 +145,6 @@ QWidget* BuildPanel::createShapesGroup() {
   profileTable_->horizontalHeader()->setSectionResizeMode(ProfileRangeModel::kInput, QHeaderView::ResizeToContents);
   profileTable_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
                                  QAbstractItemView::AnyKeyPressed);
-  profileTable_->setMaximumHeight(150);
   profileTable_->verticalHeader()->setDefaultSectionSize(22);
   layout->addWidget(profileTable_);
   profileErrors_ = new QLabel(group);
@@ -229,8 +230,19 @@ void BuildPanel::setNetwork(const Network* network) {
   network_ = network;
   profileModel_->setNetwork(network);
   restoreSettings();  // earlier ranges for inputs of the same name and rank
+  fitProfileTable();
   phase_->setText(network ? tr("Ready to build.") : tr("Open a model to build an engine."));
   updateValidity();
+}
+
+// Tall enough for every dimension row (up to six, then it scrolls): the build log below stretches
+// and would otherwise squeeze the table to a clipped row or two.
+void BuildPanel::fitProfileTable() {
+  constexpr int kMaxVisibleRows = 6;
+  const int rows = std::clamp(profileModel_->rowCount(), 1, kMaxVisibleRows);
+  profileTable_->setFixedHeight(profileTable_->horizontalHeader()->sizeHint().height() +
+                                rows * profileTable_->verticalHeader()->defaultSectionSize() +
+                                2 * profileTable_->frameWidth());
 }
 
 void BuildPanel::updateValidity() {

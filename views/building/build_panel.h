@@ -67,6 +67,7 @@ class BuildPanel : public QWidget {
   QWidget* createCalibrationGroup();
   QWidget* createRunGroup();
   void updateValidity();
+  void fitProfileTable();
   void finishRun(const QString& status, const QString& logLine);
   QCheckBox* precisionBox(Precision precision) const;
 

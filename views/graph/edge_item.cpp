@@ -46,7 +46,7 @@ EdgeItem::EdgeItem(const EdgeRoute& route, QString label, QString toolTip)
   bounds_ = path_.boundingRect().united(arrow_.boundingRect());
   if (!label_.isEmpty() && !path_.isEmpty()) {
     const QFontMetricsF metrics(graph_style::labelFont());
-    const QPointF middle = path_.pointAtPercent(0.5);
+    const QPointF middle = route.labelAt;
     const QSizeF size(metrics.horizontalAdvance(label_) + 6, metrics.height() + 2);
     labelRect_ = QRectF(middle + QPointF(4, -size.height() / 2), size);
     bounds_ = bounds_.united(labelRect_);

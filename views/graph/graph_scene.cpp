@@ -53,6 +53,8 @@ GraphScene::~GraphScene() {
 }
 
 void GraphScene::setNetwork(std::shared_ptr<const Network> network) {
+  QElapsedTimer structureTimer;
+  structureTimer.start();
   stopWorker();
   clear();
   nodeItems_.clear();
@@ -71,7 +73,7 @@ void GraphScene::setNetwork(std::shared_ptr<const Network> network) {
   heatmapTitle_.clear();
   highlighted_.clear();
   emit heatmapChanged();
-  if (network_) startLayout();
+  if (network_) startLayout(double(structureTimer.nsecsElapsed()) * 1e-9);
 }
 
 void GraphScene::setGroupCollapsed(int group, bool collapsed) {
@@ -172,7 +174,9 @@ QString GraphScene::edgeLabel(const VisibleGraph::Edge& edge) const {
   return label;
 }
 
-void GraphScene::startLayout() {
+void GraphScene::startLayout(double structureSeconds) {
+  QElapsedTimer structureTimer;
+  structureTimer.start();
   stopWorker();
   keepSelectedNode_ = pendingReveal_ >= 0 ? pendingReveal_ : selectedNode();
   pendingVisible_ = makeVisibleGraph(structure_, collapsed_);
@@ -187,6 +191,7 @@ void GraphScene::startLayout() {
   for (const auto& edge : pendingVisible_.edges) graph.edges.push_back({edge.from, edge.to});
   for (int parent : pendingVisible_.clusterParent) graph.clusters.push_back({parent, ClusterItem::titleHeight()});
 
+  pendingTimings_ = {structureSeconds + double(structureTimer.nsecsElapsed()) * 1e-9, 0, 0};
   emit layoutStarted(int(graph.nodes.size()));
   layoutTimer_.start();
   watcher_ = std::make_unique<QFutureWatcher<LayoutOutcome>>();
@@ -198,6 +203,8 @@ void GraphScene::startLayout() {
   });
   watcher_->setFuture(QtConcurrent::run([graph = std::move(graph)](QPromise<LayoutOutcome>& promise) {
     promise.setProgressRange(0, 100);
+    QElapsedTimer layoutTimer;
+    layoutTimer.start();
     LayoutOutcome outcome;
     try {
       outcome.result = layoutGraph(graph, {}, [&promise](double fraction, const char* phase) {
@@ -208,6 +215,7 @@ void GraphScene::startLayout() {
       outcome.cancelled = e.code() == ErrorCode::kCancelled;
       outcome.error = QString::fromUtf8(e.what());
     }
+    outcome.seconds = double(layoutTimer.nsecsElapsed()) * 1e-9;
     promise.addResult(std::move(outcome));
   }));
 }
@@ -224,6 +232,8 @@ void GraphScene::applyLayout(LayoutOutcome outcome) {
     emit layoutFailed(outcome.error);
     return;
   }
+  QElapsedTimer sceneTimer;
+  sceneTimer.start();
   const LayoutResult& layout = outcome.result;
   blockSignals(true);  // one selection signal after the swap, not one per removed item
   clear();
@@ -254,7 +264,7 @@ void GraphScene::applyLayout(LayoutOutcome outcome) {
     edgeItems_.push_back(item);
   }
   setSceneRect(layout.bounds.adjusted(-kSceneMargin, -kSceneMargin, kSceneMargin, kSceneMargin));
-  layoutMethod_ = QString::fromUtf8(layout.method);
+  layoutMethod_ = QString::fromStdString(layout.method);
   decorateItems();
   blockSignals(false);
 
@@ -265,6 +275,9 @@ void GraphScene::applyLayout(LayoutOutcome outcome) {
     emit focusRequested(item->sceneBoundingRect());
   }
   emit selectionTargetChanged();
+  timings_ = pendingTimings_;
+  timings_.layout = outcome.seconds;
+  timings_.scene = double(sceneTimer.nsecsElapsed()) * 1e-9;
   emit layoutFinished(double(layoutTimer_.elapsed()) / 1000.0);
 }
 
@@ -344,6 +357,7 @@ void GraphScene::decorateItems() {
     item->setHighlighted(std::any_of(highlighted_.begin(), highlighted_.end(),
                                      [&](int node) { return structure_.isInGroup(node, item->index()); }));
   }
+  emit itemsRestyled();
 }
 
 void GraphScene::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {

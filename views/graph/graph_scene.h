@@ -43,6 +43,14 @@ class GraphScene : public QGraphicsScene {
   void cancelLayout();
   QString layoutMethod() const { return layoutMethod_; }
 
+  // Where the last finished layout's time went, in seconds of wall time.
+  struct LayoutTimings {
+    double structure = 0;  // UI thread: the model's groups (on open), the visible graph, measuring boxes
+    double layout = 0;     // worker thread: Graphviz
+    double scene = 0;      // UI thread: creating the scene's items
+  };
+  const LayoutTimings& layoutTimings() const { return timings_; }
+
   // Items of the current layout.
   const std::vector<NodeItem*>& nodeItems() const { return nodeItems_; }
   const std::vector<EdgeItem*>& edgeItems() const { return edgeItems_; }
@@ -83,6 +91,8 @@ class GraphScene : public QGraphicsScene {
   void selectionTargetChanged();
   void focusRequested(const QRectF& sceneRect);
   void heatmapChanged();
+  // Items were recoloured, dimmed or outlined (heatmap, highlighted nodes).
+  void itemsRestyled();
 
  protected:
   void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) override;
@@ -92,8 +102,10 @@ class GraphScene : public QGraphicsScene {
     LayoutResult result;
     QString error;
     bool cancelled = false;
+    double seconds = 0;
   };
-  void startLayout();
+  // `structureSeconds`: time already spent preparing this layout (building the structure on open).
+  void startLayout(double structureSeconds = 0);
   bool stopWorker();  // true when a layout was still running
   void applyLayout(LayoutOutcome outcome);
   NodeContent contentForNode(int node) const;
@@ -113,6 +125,8 @@ class GraphScene : public QGraphicsScene {
   std::vector<ClusterItem*> clusterItems_;
   std::unique_ptr<QFutureWatcher<LayoutOutcome>> watcher_;
   QElapsedTimer layoutTimer_;
+  LayoutTimings timings_;
+  LayoutTimings pendingTimings_;
   QString layoutMethod_;
   int pendingReveal_ = -1;
   int keepSelectedNode_ = -1;

@@ -5,6 +5,7 @@
 
 #include "common/heat_scale.h"
 
+#include <QFontMetricsF>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QScrollBar>
@@ -41,12 +42,15 @@ void GraphView::drawForeground(QPainter* painter, const QRectF&) {
   painter->save();
   painter->resetTransform();
   painter->setRenderHint(QPainter::Antialiasing);
-  const QRectF panel(12, viewport()->height() - 62, 230, 50);
+  QFont font = graph_style::textFont();
+  font.setBold(true);
+  // As wide as its title (which names the metric and its unit), within the view.
+  const double titleWidth = QFontMetricsF(font).horizontalAdvance(graph->heatmapTitle()) + 20;
+  const double width = std::clamp(titleWidth, 230.0, std::max(230.0, viewport()->width() - 24.0));
+  const QRectF panel(12, viewport()->height() - 62, width, 50);
   painter->setPen(QPen(QColor(0xD1, 0xD5, 0xDB), 1));
   painter->setBrush(QColor(255, 255, 255, 235));
   painter->drawRoundedRect(panel, 6, 6);
-  QFont font = graph_style::textFont();
-  font.setBold(true);
   painter->setFont(font);
   painter->setPen(QColor(0x1F, 0x29, 0x37));
   painter->drawText(panel.adjusted(10, 4, -10, 0), Qt::AlignLeft | Qt::AlignTop, graph->heatmapTitle());
@@ -135,10 +139,35 @@ Overview::Overview(GraphScene* scene, GraphView* mainView, QWidget* parent)
   setCursor(Qt::PointingHandCursor);
   connect(mainView, &GraphView::visibleAreaChanged, viewport(), qOverload<>(&QWidget::update));
   connect(scene, &GraphScene::layoutFinished, this, &Overview::fitScene);
+  connect(scene, &GraphScene::itemsRestyled, this, &Overview::redrawPicture);
+  connect(scene, &GraphScene::heatmapChanged, this, &Overview::redrawPicture);  // also on a new model
+  connect(scene, &QGraphicsScene::selectionChanged, this, &Overview::redrawPicture);
 }
 
 void Overview::fitScene() {
   if (scene() && !scene()->sceneRect().isEmpty()) fitInView(scene()->sceneRect(), Qt::KeepAspectRatio);
+  redrawPicture();
+}
+
+void Overview::redrawPicture() {
+  picture_ = QPixmap();
+  viewport()->update();
+}
+
+void Overview::paintEvent(QPaintEvent*) {
+  const QRect area = viewport()->rect();
+  if (picture_.isNull() && scene()) {
+    const qreal ratio = devicePixelRatioF();
+    picture_ = QPixmap(area.size() * ratio);
+    picture_.setDevicePixelRatio(ratio);
+    QPainter painter(&picture_);
+    painter.setRenderHints(renderHints());
+    scene()->render(&painter, QRectF(area), mapToScene(area).boundingRect(), Qt::IgnoreAspectRatio);
+  }
+  QPainter painter(viewport());
+  painter.drawPixmap(0, 0, picture_);
+  painter.setTransform(viewportTransform());
+  drawForeground(&painter, mapToScene(area).boundingRect());
 }
 
 void Overview::resizeEvent(QResizeEvent* event) {

@@ -44,6 +44,7 @@ constexpr double kPadding = 8;
 constexpr double kMinWidth = 96;
 constexpr double kMaxWidth = 280;
 constexpr double kRadius = 5;
+constexpr double kMinValueWidth = 24;
 constexpr double kStackOffset = 4;  // how far the cards behind a collapsed group peek out
 // Below this zoom a node is drawn as a plain coloured box: text would be unreadable and slow.
 constexpr double kDetailZoom = 0.35;
@@ -82,7 +83,9 @@ QSizeF measure(const NodeContent& content) {
   if (content.style == NodeContent::Style::kGroup) width += 22;  // room for the expand badge
   width = std::max(width, text.horizontalAdvance(content.subtitle));
   const double keyColumn = keyColumnWidth(content);
-  for (const auto& row : content.rows) width = std::max(width, keyColumn + text.horizontalAdvance(row.value));
+  // Keys are never elided: paintRows keeps kMinValueWidth for the value beside the key column.
+  for (const auto& row : content.rows)
+    width = std::max(width, keyColumn + std::max(kMinValueWidth, text.horizontalAdvance(row.value)));
   double height = kHeaderHeight + kRowHeight + 4 + rowsHeight(content);
   if (content.style == NodeContent::Style::kGroup) height += kStackOffset * 2;
   return {std::clamp(width + 2 * kPadding, kMinWidth, kMaxWidth), height};
@@ -209,7 +212,7 @@ void NodeItem::paintRows(QPainter* painter, const QRectF& box, double top) const
   if (content_.rows.empty()) return;
   painter->setPen(QPen(QColor(0xE5, 0xE7, 0xEB), 1));
   painter->drawLine(QPointF(box.left() + 1, top), QPointF(box.right() - 1, top));
-  const double keyWidth = std::min(keyColumnWidth(content_), box.width() - 2 * kPadding - 24);
+  const double keyWidth = std::min(keyColumnWidth(content_), box.width() - 2 * kPadding - kMinValueWidth);
   double y = top + 2;
   for (const auto& row : content_.rows) {
     const QRectF rowRect(box.left() + kPadding, y, box.width() - 2 * kPadding, kRowHeight);

@@ -7,6 +7,8 @@
 #include "common/value_format.h"
 #include "inspector/weight_histogram.h"
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QHeaderView>
 #include <QLabel>
@@ -17,6 +19,9 @@
 
 namespace kiln::views {
 namespace {
+
+constexpr int kMaxFittedRows = 12;  // taller tables scroll
+constexpr int kMinHistogramHeight = 120;
 
 QTableView* makeTable(QAbstractItemModel* model, QWidget* parent) {
   auto* view = new QTableView(parent);
@@ -59,9 +64,11 @@ InspectorPanel::InspectorPanel(QWidget* parent) : QWidget(parent) {
   title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   nodePage_ = new QSplitter(Qt::Vertical, this);
+  nodePage_->setChildrenCollapsible(false);
   attributeView_ = makeTable(attributes_, nodePage_);
-  static_cast<QSplitter*>(nodePage_)->addWidget(section(tr("Attributes"), attributeView_, nodePage_));
-  static_cast<QSplitter*>(nodePage_)->addWidget(section(tr("Inputs and outputs"), makeTable(tensors_, nodePage_), nodePage_));
+  tensorView_ = makeTable(tensors_, nodePage_);
+  nodePage_->addWidget(section(tr("Attributes"), attributeView_, nodePage_));
+  nodePage_->addWidget(section(tr("Inputs and outputs"), tensorView_, nodePage_));
   auto* weights = new QWidget(nodePage_);
   auto* weightLayout = new QVBoxLayout(weights);
   weightLayout->setContentsMargins(0, 0, 0, 0);
@@ -69,7 +76,8 @@ InspectorPanel::InspectorPanel(QWidget* parent) : QWidget(parent) {
   histogram_ = new WeightHistogram(weights);
   weightLayout->addWidget(weightChoice_);
   weightLayout->addWidget(histogram_, 1);
-  static_cast<QSplitter*>(nodePage_)->addWidget(section(tr("Weights"), weights, nodePage_, &weightHeading_));
+  nodePage_->addWidget(section(tr("Weights"), weights, nodePage_, &weightHeading_));
+  nodePage_->setStretchFactor(2, 1);  // when the dock resizes, the histogram grows or shrinks, not the tables
   connect(weightChoice_, &QComboBox::currentIndexChanged, this, &InspectorPanel::showWeight);
 
   auto* modelSplitter = new QSplitter(Qt::Vertical, this);
@@ -161,6 +169,22 @@ void InspectorPanel::showNode(const GraphStructure* structure, int node) {
   attributeView_->parentWidget()->setVisible(attributes_->rowCount() > 0);
   weightHeading_->parentWidget()->setVisible(weightChoice_->count() > 0);
   showWeight(weightChoice_->currentIndex());
+  fitNodePage();
+}
+
+// The tables show all their rows (up to a dozen) and the histogram gets the rest, instead of three
+// equal parts where short tables scroll and a clipped row hides the last attribute.
+void InspectorPanel::fitNodePage() {
+  const int heading = fontMetrics().height() + 8;  // a section's title and spacing
+  auto tableHeight = [heading](const QTableView* view) {
+    const int rows = std::min(view->model()->rowCount(), kMaxFittedRows);
+    return heading + view->horizontalHeader()->sizeHint().height() + rows * view->verticalHeader()->defaultSectionSize() +
+           2 * view->frameWidth() + 2;
+  };
+  const int attributes = attributes_->rowCount() > 0 ? tableHeight(attributeView_) : 0;
+  const int tensors = tableHeight(tensorView_);
+  const int rest = std::max(kMinHistogramHeight, nodePage_->height() - attributes - tensors);
+  nodePage_->setSizes({attributes, tensors, rest});
 }
 
 void InspectorPanel::showGroup(const GraphStructure* structure, int group) {

@@ -7,6 +7,7 @@
 
 class QComboBox;
 class QLabel;
+class QSplitter;
 class QStackedWidget;
 class QTableView;
 
@@ -37,18 +38,20 @@ class InspectorPanel : public QWidget {
  private:
   void showWeight(int comboIndex);
   void setTitle(const QString& heading, const QString& detail, const QColor& accent);
+  void fitNodePage();
 
   const GraphStructure* structure_ = nullptr;
   int node_ = -1;
   QLabel* title_;
   QStackedWidget* pages_;
-  QWidget* nodePage_;
+  QSplitter* nodePage_;
   QWidget* modelPage_;
   AttributeTableModel* attributes_;
   TensorTableModel* tensors_;
   ModelPropertiesModel* properties_;
   TensorTableModel* interface_;
   QTableView* attributeView_;
+  QTableView* tensorView_;
   QLabel* weightHeading_;
   QComboBox* weightChoice_;
   WeightHistogram* histogram_;

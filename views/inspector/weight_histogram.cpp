@@ -23,7 +23,7 @@ WeightHistogram::WeightHistogram(QWidget* parent) : QWidget(parent) {
   stats_->setWordWrap(true);
   chartView_ = new QChartView(this);
   chartView_->setRenderHint(QPainter::Antialiasing);
-  chartView_->setMinimumHeight(150);
+  chartView_->setMinimumHeight(100);
   chartView_->chart()->legend()->hide();
   chartView_->chart()->setMargins(QMargins(2, 2, 2, 2));
   chartView_->chart()->setBackgroundRoundness(0);

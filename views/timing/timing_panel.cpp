@@ -26,6 +26,8 @@ namespace kiln::views {
 namespace {
 
 constexpr int kMaxChartLabel = 30;
+constexpr int kChartChrome = 80;  // title, value axis and margins
+constexpr int kMinBarPitch = 16;  // below this the axis hides the names behind "..."
 
 QString elided(const std::string& name) {
   const QString text = QString::fromStdString(name);
@@ -142,6 +144,15 @@ void TimingPanel::setRunning(bool running) {
 
 int TimingPanel::iterations() const { return iterations_->value(); }
 
+int TimingPanel::chartBarCount() const {
+  return std::clamp((chart_->height() - kChartChrome) / kMinBarPitch, 3, kChartLayers);
+}
+
+void TimingPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  if (hasProfile_ && chartBarCount() != barsShown_) updateChart();
+}
+
 void TimingPanel::updateChart() {
   auto* chart = new QChart;
   chart->setTitle(hasProfile_ ? tr("Slowest layers (median ms)") : QString());
@@ -151,7 +162,8 @@ void TimingPanel::updateChart() {
   std::vector<const LayerTiming*> slowest;
   for (const auto& layer : report_.layers) slowest.push_back(&layer);
   std::sort(slowest.begin(), slowest.end(), [](auto* a, auto* b) { return a->medianMs > b->medianMs; });
-  if (slowest.size() > size_t(kChartLayers)) slowest.resize(size_t(kChartLayers));
+  barsShown_ = chartBarCount();
+  if (slowest.size() > size_t(barsShown_)) slowest.resize(size_t(barsShown_));
   if (!slowest.empty()) {
     auto* bars = new QBarSet(tr("median ms"));
     bars->setColor(heatColor(0.55));
@@ -171,6 +183,7 @@ void TimingPanel::updateChart() {
     QFont small = names->labelsFont();
     small.setPointSizeF(small.pointSizeF() * 0.85);
     names->setLabelsFont(small);
+    names->setTruncateLabels(false);  // the names are short already (elided()); "..." said nothing
     chart->addAxis(names, Qt::AlignLeft);
     series->attachAxis(names);
     auto* values = new QValueAxis;

@@ -23,7 +23,8 @@ class LayerTimingModel;
 class TimingPanel : public QWidget {
   Q_OBJECT
  public:
-  // Bars in the chart: the slowest layers; the table has them all.
+  // Bars in the chart: the slowest layers, as many as have room for a readable name (at most
+  // this many); the table has them all.
   static constexpr int kChartLayers = 12;
 
   explicit TimingPanel(QWidget* parent = nullptr);
@@ -50,11 +51,16 @@ class TimingPanel : public QWidget {
   void loadRequested();
   void heatmapToggled(bool shown);
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void updateChart();
+  int chartBarCount() const;
 
   ProfileReport report_;
   bool hasProfile_ = false;
+  int barsShown_ = 0;
   LayerTimingModel* model_;
   QSortFilterProxyModel* sorted_;
   QTableView* table_;
