@@ -209,6 +209,7 @@ void EnginePanels::onBuilt(std::shared_ptr<const BuiltEngine> built) {
   timing_->clear();
   accuracy_->clear();
   raise(fusionDock_);
+  makeRoomForResults(fusionDock_);
   status(summary);
   updateActions();
 }
@@ -258,6 +259,7 @@ void EnginePanels::openProfile(const QString& path) {
       throw kiln::Error(kiln::ErrorCode::kIoError, "cannot open '" + path.toStdString() + "'");
     timing_->setProfile(kiln::ProfileReport::fromJson(file.readAll().toStdString()), QFileInfo(path).fileName());
     raise(timingDock_);
+    makeRoomForResults(timingDock_);
     status(tr("Opened profile %1").arg(QFileInfo(path).fileName()));
     emit profileShown();
   } catch (const kiln::Error& e) {
@@ -294,6 +296,15 @@ void EnginePanels::showHeatmap(Heatmap heatmap) {
 void EnginePanels::raise(QDockWidget* dock) {
   dock->show();
   dock->raise();
+}
+
+// The bottom docks start low while they hold only hints (MainWindow's default layout); the first
+// results get a quarter of the window. Only once: after that the height is the user's.
+void EnginePanels::makeRoomForResults(QDockWidget* shown) {
+  if (madeRoomForResults_) return;
+  madeRoomForResults_ = true;
+  const int wanted = window_->height() / 4;
+  if (shown->height() < wanted) window_->resizeDocks({shown}, {wanted}, Qt::Vertical);
 }
 
 void EnginePanels::status(const QString& message) { window_->statusBar()->showMessage(message, kStatusTimeoutMs); }

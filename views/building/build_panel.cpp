@@ -7,6 +7,7 @@
 #include <QFileDialog>
 #include <QFontDatabase>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -15,6 +16,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -63,18 +65,29 @@ QToolButton* browseButton(QWidget* parent) {
 }  // namespace
 
 BuildPanel::BuildPanel(QWidget* parent) : QWidget(parent) {
-  auto* layout = new QVBoxLayout(this);
+  // The settings scroll instead of widening or lengthening the dock: the graph keeps the room.
+  auto* content = new QWidget;
+  auto* layout = new QVBoxLayout(content);
   layout->setContentsMargins(6, 6, 6, 6);
-  layout->addWidget(createTargetGroup());
-  layout->addWidget(createShapesGroup());
-  layout->addWidget(createCalibrationGroup());
-  layout->addWidget(createRunGroup(), 1);
+  layout->addWidget(createTargetGroup(content));
+  layout->addWidget(createShapesGroup(content));
+  layout->addWidget(createCalibrationGroup(content));
+  layout->addWidget(createRunGroup(content), 1);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(content);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(scroll);
   updateValidity();
 }
 
-QWidget* BuildPanel::createTargetGroup() {
-  auto* group = new QGroupBox(tr("Target"), this);
+QWidget* BuildPanel::createTargetGroup(QWidget* parent) {
+  auto* group = new QGroupBox(tr("Target"), parent);
   auto* form = new QFormLayout(group);
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);  // a narrow dock puts the field under its label
   backend_ = new QComboBox(group);
   backend_->addItem(tr("CPU"), int(BackendKind::kCpu));
   backend_->addItem(tr("CUDA (not available)"), int(BackendKind::kCuda));
@@ -82,9 +95,14 @@ QWidget* BuildPanel::createTargetGroup() {
   items->item(1)->setEnabled(false);
   items->item(1)->setToolTip(tr(kCudaUnavailable));
   backend_->setToolTip(tr("CPU: Kiln's reference backend.\nCUDA: %1").arg(tr(kCudaUnavailable)));
+  // Sized by the selected item, not the longest ("CUDA (not available)"), so the row fits a narrow dock.
+  backend_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  backend_->setMinimumContentsLength(6);
   form->addRow(tr("Backend"), backend_);
 
-  auto* precisionRow = new QHBoxLayout;
+  // Three to a row: five in one line would set the dock's minimum width.
+  constexpr int kPrecisionsPerRow = 3;
+  auto* precisionGrid = new QGridLayout;
   const std::pair<Precision, QString> choices[] = {
       {Precision::kFP32, tr("Always allowed: the fallback for layers that need full precision")},
       {Precision::kFP16, tr("Keep activations in fp16 between layers (computed in fp32 inside a layer)")},
@@ -96,11 +114,12 @@ QWidget* BuildPanel::createTargetGroup() {
     box->setToolTip(tip);
     box->setChecked(precision == Precision::kFP32);
     box->setEnabled(precision == Precision::kFP16 || precision == Precision::kBF16);
-    precisionRow->addWidget(box);
+    const int index = int(precisions_.size());
+    precisionGrid->addWidget(box, index / kPrecisionsPerRow, index % kPrecisionsPerRow);
     precisions_.emplace_back(precision, box);
   }
-  precisionRow->addStretch();
-  form->addRow(tr("Precisions"), precisionRow);
+  precisionGrid->setColumnStretch(kPrecisionsPerRow, 1);
+  form->addRow(tr("Precisions"), precisionGrid);
 
   optimizationLevel_ = new QSpinBox(group);
   optimizationLevel_->setRange(0, 5);
@@ -118,7 +137,9 @@ QWidget* BuildPanel::createTargetGroup() {
   auto* cacheRow = new QHBoxLayout;
   timingCache_ = new QLineEdit(group);
   timingCache_->setObjectName(QStringLiteral("timingCache"));
-  timingCache_->setPlaceholderText(tr("none (time tactics every build)"));
+  timingCache_->setPlaceholderText(tr("none"));
+  timingCache_->setToolTip(tr("A timing cache file keeps tactic timings between builds; with none, every build "
+                              "times its tactics again"));
   timingCache_->setClearButtonEnabled(true);
   auto* cacheBrowse = browseButton(group);
   cacheBrowse->setToolTip(tr("Choose a timing cache file (created when it does not exist)"));
@@ -134,8 +155,8 @@ QWidget* BuildPanel::createTargetGroup() {
   return group;
 }
 
-QWidget* BuildPanel::createShapesGroup() {
-  auto* group = new QGroupBox(tr("Optimization profile"), this);
+QWidget* BuildPanel::createShapesGroup(QWidget* parent) {
+  auto* group = new QGroupBox(tr("Optimization profile"), parent);
   auto* layout = new QVBoxLayout(group);
   profileModel_ = new ProfileRangeModel(this);
   profileTable_ = new QTableView(group);
@@ -157,15 +178,16 @@ QWidget* BuildPanel::createShapesGroup() {
   return group;
 }
 
-QWidget* BuildPanel::createCalibrationGroup() {
-  auto* group = new QGroupBox(tr("INT8 calibration data"), this);
+QWidget* BuildPanel::createCalibrationGroup(QWidget* parent) {
+  auto* group = new QGroupBox(tr("INT8 calibration data"), parent);
   auto* layout = new QVBoxLayout(group);
   auto* row = new QHBoxLayout;
   calibrationKind_ = new QComboBox(group);
   calibrationKind_->addItem(tr("Random"), int(InputSource::Kind::kRandom));
   calibrationKind_->addItem(tr("Folder"), int(InputSource::Kind::kFolder));
   calibrationFolder_ = new QLineEdit(group);
-  calibrationFolder_->setPlaceholderText(tr("folder of .npy / .pb files"));
+  calibrationFolder_->setPlaceholderText(tr("data folder"));
+  calibrationFolder_->setToolTip(tr("A folder with one <input>.npy or .pb file per model input"));
   auto* browse = browseButton(group);
   connect(browse, &QToolButton::clicked, this, [this] {
     const QString folder = QFileDialog::getExistingDirectory(this, tr("Calibration Data"), calibrationFolder_->text());
@@ -193,8 +215,8 @@ QWidget* BuildPanel::createCalibrationGroup() {
   return group;
 }
 
-QWidget* BuildPanel::createRunGroup() {
-  auto* group = new QWidget(this);
+QWidget* BuildPanel::createRunGroup(QWidget* parent) {
+  auto* group = new QWidget(parent);
   auto* layout = new QVBoxLayout(group);
   layout->setContentsMargins(0, 4, 0, 0);
   auto* buttons = new QHBoxLayout;
@@ -218,6 +240,7 @@ QWidget* BuildPanel::createRunGroup() {
   log_->setMaximumBlockCount(kMaxLogLines);
   log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   log_->setPlaceholderText(tr("Build log"));
+  log_->setMinimumHeight(6 * log_->fontMetrics().lineSpacing());  // readable when the panel scrolls
   layout->addWidget(log_, 1);
   connect(buildButton_, &QPushButton::clicked, this, [this] {
     if (canBuild()) emit buildRequested();
