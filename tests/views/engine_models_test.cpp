@@ -172,7 +172,9 @@ class EngineModelsTest : public QObject {
     model.setMetrics({good, bad});
     QCOMPARE(cell(model, 0, TensorMetricsModel::kResult), QStringLiteral("PASS"));
     QCOMPARE(cell(model, 1, TensorMetricsModel::kResult), QStringLiteral("FAIL"));
-    QCOMPARE(cell(model, 0, TensorMetricsModel::kMaxAbs), QStringLiteral("1.00e-04"));
+    QCOMPARE(cell(model, 0, TensorMetricsModel::kMaxAbs), QStringLiteral("1.00e-4"));
+    QCOMPARE(cell(model, 0, TensorMetricsModel::kRelativeRms), QStringLiteral("1.00e-3"));
+    QCOMPARE(cell(model, 0, TensorMetricsModel::kSnr), QStringLiteral("60.0"));
     QVERIFY(std::abs(relativeRmsError(good) - 1e-3) < 1e-12);
     QCOMPARE(model.data(model.index(1, TensorMetricsModel::kFailing), TensorMetricsModel::kSortRole).toLongLong(), 3);
   }

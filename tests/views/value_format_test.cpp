@@ -1,6 +1,6 @@
 // How numbers read in the panels: tolerances as typed ("0.001", "1e-5"), errors in scientific
 // notation with short exponents, cosine to 6 decimals, SNR to 0.1 dB; and the tolerance field that
-// shows, accepts and steps through them.
+// shows, accepts and steps through them; input shape lists as shapes.
 #include <accuracy/tolerance_spin_box.h>
 #include <common/value_format.h>
 
@@ -50,6 +50,12 @@ class ValueFormatTest : public QObject {
     QCOMPARE(formatDecibels(77.04), QStringLiteral("77.0"));
     QCOMPARE(formatDecibels(999), QStringLiteral("∞"));  // the comparator's "identical"
     QCOMPARE(formatDecibels(-3.25), QStringLiteral("-3.3"));
+  }
+
+  void shapeListsReadLikeShapes() {
+    QCOMPARE(formatShapeList("x:1x3x224x224,mask:1x128"), QStringLiteral("x 1×3×224×224, mask 1×128"));
+    QCOMPARE(formatShapeList("input:0:8x16"), QStringLiteral("input:0 8×16"));
+    QCOMPARE(formatShapeList(""), QString());
   }
 
   void toleranceFieldShowsAcceptsAndStepsByDecades() {

@@ -69,6 +69,19 @@ QString formatShape(const Shape& shape) {
   return parts.join(QChar(0x00D7));
 }
 
+QString formatShapeList(const std::string& spec) {
+  QStringList parts;
+  for (const QString& item : QString::fromStdString(spec).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    const qsizetype colon = item.lastIndexOf(QLatin1Char(':'));  // names may hold colons ("input:0")
+    if (colon < 0) {
+      parts << item;
+      continue;
+    }
+    parts << item.left(colon) + QLatin1Char(' ') + item.mid(colon + 1).replace(QLatin1Char('x'), QChar(0x00D7));
+  }
+  return parts.join(QStringLiteral(", "));
+}
+
 QString formatTensorType(const Tensor& tensor) {
   QString type = tensor.dtype == DataType::kUndefined ? QStringLiteral("?") : QString::fromUtf8(toString(tensor.dtype));
   if (tensor.kind != ValueKind::kTensor) type = QString::fromUtf8(toString(tensor.kind)) + QChar(' ') + type;

@@ -9,6 +9,8 @@ namespace kiln::views {
 
 QString formatDims(const std::vector<int64_t>& dims);  // "64×3×7×7", "scalar"
 QString formatShape(const Shape& shape);              // "batch×3×224×224", "?" for unknown rank
+// The CLI's input shape list "x:1x3x224x224,mask:1x128" as "x 1×3×224×224, mask 1×128".
+QString formatShapeList(const std::string& spec);
 QString formatTensorType(const Tensor& tensor);       // "float32 ⟨1×3×224×224⟩"
 // Attribute values, lists cut after `maxItems` ("1, 1, 1, 1", "⟨3×3⟩ float32", "graph (12 nodes)").
 QString formatAttribute(const Attribute& attribute, int maxItems = 16);

@@ -1,6 +1,7 @@
 #include "timing/timing_panel.h"
 
 #include "common/heat_scale.h"
+#include "common/value_format.h"
 #include "timing/layer_timing_model.h"
 
 #include <QBarCategoryAxis>
@@ -113,7 +114,7 @@ void TimingPanel::setProfile(const ProfileReport& report, const QString& source)
                         .arg(report_.layers.size())
                         .arg(QString::fromStdString(report_.plan.deviceName.empty() ? report_.plan.backend
                                                                                     : report_.plan.deviceName))
-                        .arg(source.toHtmlEscaped(), QString::fromStdString(report_.inputShapes).toHtmlEscaped()));
+                        .arg(source.toHtmlEscaped(), formatShapeList(report_.inputShapes).toHtmlEscaped()));
   updateChart();
   if (heatmap_->isChecked()) emit heatmapToggled(true);  // recolour with the new timings
 }
