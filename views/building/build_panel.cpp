@@ -65,22 +65,23 @@ QToolButton* browseButton(QWidget* parent) {
 }  // namespace
 
 BuildPanel::BuildPanel(QWidget* parent) : QWidget(parent) {
-  // The settings scroll instead of widening or lengthening the dock: the graph keeps the room.
-  auto* content = new QWidget;
-  auto* layout = new QVBoxLayout(content);
-  layout->setContentsMargins(6, 6, 6, 6);
-  layout->addWidget(createTargetGroup(content));
-  layout->addWidget(createShapesGroup(content));
-  layout->addWidget(createCalibrationGroup(content));
-  layout->addWidget(createRunGroup(content), 1);
+  // The settings scroll instead of widening or lengthening the dock, so the graph keeps the room;
+  // the Build button, progress and log stay in view below them.
+  auto* settings = new QWidget;
+  auto* layout = new QVBoxLayout(settings);
+  layout->setContentsMargins(6, 6, 6, 0);
+  layout->addWidget(createTargetGroup(settings));
+  layout->addWidget(createShapesGroup(settings));
+  layout->addWidget(createCalibrationGroup(settings));
+  layout->addStretch();
   auto* scroll = new QScrollArea(this);
-  scroll->setWidget(content);
+  scroll->setWidget(settings);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   auto* outer = new QVBoxLayout(this);
-  outer->setContentsMargins(0, 0, 0, 0);
-  outer->addWidget(scroll);
+  outer->setContentsMargins(0, 0, 0, 6);
+  outer->addWidget(scroll, 1);
+  outer->addWidget(createRunGroup(this));
   updateValidity();
 }
 
@@ -218,7 +219,7 @@ QWidget* BuildPanel::createCalibrationGroup(QWidget* parent) {
 QWidget* BuildPanel::createRunGroup(QWidget* parent) {
   auto* group = new QWidget(parent);
   auto* layout = new QVBoxLayout(group);
-  layout->setContentsMargins(0, 4, 0, 0);
+  layout->setContentsMargins(6, 4, 6, 0);
   auto* buttons = new QHBoxLayout;
   buildButton_ = new QPushButton(tr("Build Engine"), group);
   buildButton_->setDefault(true);
@@ -240,8 +241,9 @@ QWidget* BuildPanel::createRunGroup(QWidget* parent) {
   log_->setMaximumBlockCount(kMaxLogLines);
   log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   log_->setPlaceholderText(tr("Build log"));
-  log_->setMinimumHeight(6 * log_->fontMetrics().lineSpacing());  // readable when the panel scrolls
-  layout->addWidget(log_, 1);
+  // A fixed few lines: the settings above get the rest of the dock's height, and scroll.
+  log_->setFixedHeight(7 * log_->fontMetrics().lineSpacing());
+  layout->addWidget(log_);
   connect(buildButton_, &QPushButton::clicked, this, [this] {
     if (canBuild()) emit buildRequested();
   });
