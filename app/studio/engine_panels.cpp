@@ -217,7 +217,8 @@ void EnginePanels::onBuilt(std::shared_ptr<const BuiltEngine> built) {
 void EnginePanels::onFailed(EngineController::Job job, const QString& message) {
   if (job == EngineController::Job::kBuild) build_->buildFailed(message);
   updateActions();
-  status(tr("%1 failed").arg(jobName(job)));
+  // The status bar keeps the reason after the dialog is closed (or when there is none).
+  status(tr("%1 failed: %2").arg(jobName(job), message.section(QLatin1Char('\n'), 0, 0)));
   if (!dialogsEnabled_) return;
   QMessageBox box(QMessageBox::Warning, tr("%1 failed").arg(jobName(job)), message, QMessageBox::Ok, window_);
   box.setInformativeText(adviceFor(job));
