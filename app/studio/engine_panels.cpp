@@ -209,6 +209,7 @@ void EnginePanels::onBuilt(std::shared_ptr<const BuiltEngine> built) {
   timing_->clear();
   accuracy_->clear();
   raise(fusionDock_);
+  makeRoomForResults(fusionDock_);
   status(summary);
   updateActions();
 }
@@ -216,7 +217,8 @@ void EnginePanels::onBuilt(std::shared_ptr<const BuiltEngine> built) {
 void EnginePanels::onFailed(EngineController::Job job, const QString& message) {
   if (job == EngineController::Job::kBuild) build_->buildFailed(message);
   updateActions();
-  status(tr("%1 failed").arg(jobName(job)));
+  // The status bar keeps the reason after the dialog is closed (or when there is none).
+  status(tr("%1 failed: %2").arg(jobName(job), message.section(QLatin1Char('\n'), 0, 0)));
   if (!dialogsEnabled_) return;
   QMessageBox box(QMessageBox::Warning, tr("%1 failed").arg(jobName(job)), message, QMessageBox::Ok, window_);
   box.setInformativeText(adviceFor(job));
@@ -258,6 +260,7 @@ void EnginePanels::openProfile(const QString& path) {
       throw kiln::Error(kiln::ErrorCode::kIoError, "cannot open '" + path.toStdString() + "'");
     timing_->setProfile(kiln::ProfileReport::fromJson(file.readAll().toStdString()), QFileInfo(path).fileName());
     raise(timingDock_);
+    makeRoomForResults(timingDock_);
     status(tr("Opened profile %1").arg(QFileInfo(path).fileName()));
     emit profileShown();
   } catch (const kiln::Error& e) {
@@ -294,6 +297,15 @@ void EnginePanels::showHeatmap(Heatmap heatmap) {
 void EnginePanels::raise(QDockWidget* dock) {
   dock->show();
   dock->raise();
+}
+
+// The bottom docks start low while they hold only hints (MainWindow's default layout); the first
+// results get a quarter of the window. Only once: after that the height is the user's.
+void EnginePanels::makeRoomForResults(QDockWidget* shown) {
+  if (madeRoomForResults_) return;
+  madeRoomForResults_ = true;
+  const int wanted = window_->height() / 4;
+  if (shown->height() < wanted) window_->resizeDocks({shown}, {wanted}, Qt::Vertical);
 }
 
 void EnginePanels::status(const QString& message) { window_->statusBar()->showMessage(message, kStatusTimeoutMs); }

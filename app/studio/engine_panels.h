@@ -61,6 +61,7 @@ class EnginePanels : public QObject {
   void onCancelled(EngineController::Job job);
   void updateActions();
   void status(const QString& message);
+  void makeRoomForResults(QDockWidget* shown);
 
   QMainWindow* window_;
   Document* document_;
@@ -81,4 +82,5 @@ class EnginePanels : public QObject {
   QAction* compareAction_ = nullptr;
   Heatmap heatmap_ = Heatmap::kNone;
   bool dialogsEnabled_ = true;
+  bool madeRoomForResults_ = false;
 };

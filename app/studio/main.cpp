@@ -20,6 +20,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QSettings>
+#include <QStatusBar>
 #include <QTimer>
 
 #include <cstdio>
@@ -80,6 +81,8 @@ void presentPanel(MainWindow& window, const QString& panel) {
     engine.raise(engine.fusionDock());
     engine.fusionPanel()->selectLayer(mostFusedLayer(*engine.fusionPanel()));
   }
+  // The last job's message (the comparison's) belongs to the accuracy panel only.
+  if (panel != "accuracy") window.statusBar()->clearMessage();
 }
 
 // Builds, profiles and compares (each in the background, one after another), then calls `done`.

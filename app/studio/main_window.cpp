@@ -18,9 +18,9 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
-#include <QListView>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -30,7 +30,10 @@
 #include <QToolBar>
 #include <QTimer>
 #include <QToolButton>
+#include <QTreeView>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 using kiln::views::GraphScene;
 
@@ -38,6 +41,8 @@ namespace {
 
 constexpr int kMaxRecentFiles = 10;
 constexpr int kStatusTimeoutMs = 8000;
+constexpr int kDefaultLeftDockWidth = 270;  // Search and Build: the Build panel wraps and scrolls to fit
+constexpr int kDefaultRightDockWidth = 380;
 
 QIcon icon(const char* name) { return QIcon(QStringLiteral(":/icons/%1.svg").arg(QLatin1String(name))); }
 
@@ -129,12 +134,19 @@ void MainWindow::createDocks() {
 
   searchResults_ = new kiln::views::SearchResultModel(this);
   searchField_ = new QLineEdit(this);
-  searchField_->setPlaceholderText(tr("Find node, op type or tensor…"));
+  searchField_->setPlaceholderText(tr("Filter by node, op type or tensor…"));
   searchField_->setClearButtonEnabled(true);
   searchField_->addAction(icon("search"), QLineEdit::LeadingPosition);
-  searchList_ = new QListView(this);
+  searchList_ = new QTreeView(this);
   searchList_->setModel(searchResults_);
-  searchList_->setUniformItemSizes(true);
+  searchList_->setRootIsDecorated(false);
+  searchList_->setUniformRowHeights(true);
+  searchList_->setAlternatingRowColors(true);
+  searchList_->setTextElideMode(Qt::ElideMiddle);  // long paths differ at both ends
+  searchList_->header()->setStretchLastSection(false);
+  searchList_->header()->setSectionResizeMode(kiln::views::SearchResultModel::kName, QHeaderView::Stretch);
+  searchList_->header()->setSectionResizeMode(kiln::views::SearchResultModel::kOpType, QHeaderView::ResizeToContents);
+  searchList_->header()->setMaximumSectionSize(120);  // "BatchNormalization" must not squeeze the names
   auto* searchPanel = new QWidget(this);
   auto* layout = new QVBoxLayout(searchPanel);
   layout->setContentsMargins(6, 6, 6, 6);
@@ -153,8 +165,8 @@ void MainWindow::createDocks() {
     searchCursor_ = (searchCursor_ + 1) % searchResults_->rowCount();
     jumpToResult(searchCursor_);
   });
-  connect(searchList_, &QListView::activated, this, [this](const QModelIndex& index) { jumpToResult(index.row()); });
-  connect(searchList_, &QListView::clicked, this, [this](const QModelIndex& index) { jumpToResult(index.row()); });
+  connect(searchList_, &QTreeView::activated, this, [this](const QModelIndex& index) { jumpToResult(index.row()); });
+  connect(searchList_, &QTreeView::clicked, this, [this](const QModelIndex& index) { jumpToResult(index.row()); });
 }
 
 void MainWindow::showEvent(QShowEvent* event) {
@@ -165,13 +177,16 @@ void MainWindow::showEvent(QShowEvent* event) {
   QTimer::singleShot(0, this, &MainWindow::applyDefaultDockSizes);
 }
 
-// The graph gets most of the window: narrow side docks, a low engine panel (empty until a build).
+// The graph gets most of the window: narrow side docks, and engine panels only as high as their
+// hints until the first build (EnginePanels makes room for results then).
 void MainWindow::applyDefaultDockSizes() {
   auto* search = findChild<QDockWidget*>(QStringLiteral("SearchDock"));
   auto* inspector = findChild<QDockWidget*>(QStringLiteral("InspectorDock"));
   auto* overview = findChild<QDockWidget*>(QStringLiteral("OverviewDock"));
-  resizeDocks({search, inspector}, {260, 380}, Qt::Horizontal);
-  resizeDocks({engine_->fusionDock()}, {height() / 4}, Qt::Vertical);
+  resizeDocks({search, inspector}, {kDefaultLeftDockWidth, kDefaultRightDockWidth}, Qt::Horizontal);
+  const int hintHeight = std::max({engine_->fusionDock()->sizeHint().height(), engine_->timingDock()->sizeHint().height(),
+                                   engine_->accuracyDock()->sizeHint().height()});
+  resizeDocks({engine_->fusionDock()}, {hintHeight}, Qt::Vertical);
   resizeDocks({inspector, overview}, {4 * height() / 5, height() / 5}, Qt::Vertical);
 }
 
@@ -336,7 +351,7 @@ void MainWindow::runSearch() {
 
 void MainWindow::jumpToResult(int row) {
   if (row < 0 || row >= searchResults_->rowCount()) return;
-  searchList_->setCurrentIndex(searchResults_->index(row));
+  searchList_->setCurrentIndex(searchResults_->index(row, kiln::views::SearchResultModel::kName));
   scene_->revealNode(searchResults_->nodeAt(row));
 }
 

@@ -6,7 +6,7 @@
 class QAction;
 class QLabel;
 class QLineEdit;
-class QListView;
+class QTreeView;
 class QMenu;
 class QProgressBar;
 class QToolButton;
@@ -63,7 +63,7 @@ class MainWindow : public QMainWindow {
   kiln::views::GraphView* view_;
   kiln::views::InspectorPanel* inspector_;
   kiln::views::SearchResultModel* searchResults_;
-  QListView* searchList_;
+  QTreeView* searchList_;
   QLineEdit* searchField_;
   QMenu* recentMenu_;
   QMenu* buildMenu_;

@@ -1,5 +1,6 @@
 // The engine-side item models under QAbstractItemModelTester, the profile editor's validation, the
-// timings table filled from a kiln-profile-1 file, and the .npy reader.
+// Build panel in a narrow dock, the timings table filled from a kiln-profile-1 file, and the .npy
+// reader.
 #include <accuracy/tensor_metrics_model.h>
 #include <building/build_panel.h>
 #include <building/profile_range_model.h>
@@ -16,6 +17,8 @@
 #include <QAbstractItemModelTester>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -127,6 +130,26 @@ class EngineModelsTest : public QObject {
     QCOMPARE(panel.precisionLabel(), QStringLiteral("fp16"));
   }
 
+  // The Build panel shares the left dock with Search at 270 px: its rows wrap and it scrolls
+  // vertically, never sideways.
+  void buildPanelFitsANarrowDock() {
+    auto network = kiln::OnnxImporter().importFile(KILN_SAMPLE_MODEL);
+    BuildPanel panel;
+    panel.setNetwork(network.get());
+    QVERIFY2(panel.minimumSizeHint().width() <= 270, qPrintable(QString::number(panel.minimumSizeHint().width())));
+    panel.resize(270, 400);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto* scroll = panel.findChild<QScrollArea*>();
+    QVERIFY(scroll);
+    QTRY_VERIFY(scroll->verticalScrollBar()->maximum() > 0);  // 400 px is less than it needs
+    QCOMPARE(scroll->horizontalScrollBar()->maximum(), 0);
+    for (auto* box : panel.findChildren<QCheckBox*>()) {
+      const QRect inViewport(box->mapTo(scroll->viewport(), QPoint(0, 0)), box->size());
+      QVERIFY2(inViewport.right() < scroll->viewport()->width(), qPrintable(box->text()));
+    }
+  }
+
   void engineLayerModel() {
     EngineLayerModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -172,7 +195,9 @@ class EngineModelsTest : public QObject {
     model.setMetrics({good, bad});
     QCOMPARE(cell(model, 0, TensorMetricsModel::kResult), QStringLiteral("PASS"));
     QCOMPARE(cell(model, 1, TensorMetricsModel::kResult), QStringLiteral("FAIL"));
-    QCOMPARE(cell(model, 0, TensorMetricsModel::kMaxAbs), QStringLiteral("1.00e-04"));
+    QCOMPARE(cell(model, 0, TensorMetricsModel::kMaxAbs), QStringLiteral("1.00e-4"));
+    QCOMPARE(cell(model, 0, TensorMetricsModel::kRelativeRms), QStringLiteral("1.00e-3"));
+    QCOMPARE(cell(model, 0, TensorMetricsModel::kSnr), QStringLiteral("60.0"));
     QVERIFY(std::abs(relativeRmsError(good) - 1e-3) < 1e-12);
     QCOMPARE(model.data(model.index(1, TensorMetricsModel::kFailing), TensorMetricsModel::kSortRole).toLongLong(), 3);
   }
@@ -182,7 +207,9 @@ class EngineModelsTest : public QObject {
     TimingPanel panel;
     QAbstractItemModelTester tester(panel.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     QAbstractItemModelTester sortedTester(panel.sortedModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(!panel.table()->isVisibleTo(&panel));  // an empty table only takes room: hidden until a profile
     panel.setProfile(loaded, "test.json");
+    QVERIFY(panel.table()->isVisibleTo(&panel));
     QCOMPARE(panel.model()->rowCount(), 3);
     const QAbstractItemModel* sorted = panel.table()->model();
     // Slowest first by default.
@@ -201,6 +228,8 @@ class EngineModelsTest : public QObject {
     QCOMPARE(values[1].label, QStringLiteral("50%"));
     QVERIFY(panel.heatmapBox()->isEnabled());
     QVERIFY_THROWS_EXCEPTION(kiln::Error, kiln::ProfileReport::fromJson("{\"format\": \"other\"}"));
+    panel.clear();
+    QVERIFY(!panel.table()->isVisibleTo(&panel));
   }
 
   void readsNpyFiles() {

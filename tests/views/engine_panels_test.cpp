@@ -51,6 +51,9 @@ class EnginePanelsTest : public QObject {
     window_->openModel(KILN_SAMPLE_MODEL);
     QVERIFY(laidOut.wait(60'000));
     QVERIFY(window_->engine()->buildPanel()->canBuild());
+    // Before a build the engine panels show hints only, no empty tables.
+    kiln::views::FusionPanel* fusion = window_->engine()->fusionPanel();
+    QVERIFY(!fusion->findChild<QTableView*>()->isVisibleTo(fusion));
   }
 
   void cancelledBuildLeavesNoFiles() {
@@ -91,6 +94,7 @@ class EnginePanelsTest : public QObject {
     kiln::views::FusionPanel& fusion = *window_->engine()->fusionPanel();
     kiln::views::GraphScene& scene = *window_->scene();
     QAbstractItemModelTester tester(fusion.layerModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(fusion.findChild<QTableView*>()->isVisibleTo(&fusion));
     const auto& layers = fusion.layerModel()->layers();
     QVERIFY(layers.size() < size_t(scene.structure().layerCount()));  // fusion shrank the graph
     const int stem = fusion.layerModel()->rowOfLayer("stem/Conv");

@@ -81,7 +81,28 @@ class GraphStructureTest : public QObject {
               return nameOf(structure, n) == "/head/context/MatMul";
             }) != byTensor.end());
     QVERIFY(structure.search("no such node").empty());
-    QVERIFY(structure.search("").empty());
+  }
+
+  void emptySearchListsEveryNodeInGraphOrder() {
+    GraphStructure structure(kiln::test::sampleNetwork());
+    const std::vector<int> all = structure.search("");
+    QCOMPARE(all.size(), structure.nodes().size());
+    std::vector<int> position(all.size(), -1);
+    for (size_t i = 0; i < all.size(); ++i) position[size_t(all[i])] = int(i);
+    QVERIFY(std::find(position.begin(), position.end(), -1) == position.end());  // every node, once
+    // Producers come before their consumers. Only edges inside the main graph: a body's result flows
+    // back up to its If node, which is listed before the body.
+    const kiln::Network* main = structure.network().get();
+    int checked = 0;
+    for (const GraphEdge& edge : structure.edges()) {
+      if (structure.nodes()[size_t(edge.from)].network != main || structure.nodes()[size_t(edge.to)].network != main)
+        continue;
+      QVERIFY2(position[size_t(edge.from)] < position[size_t(edge.to)], edge.tensor.c_str());
+      ++checked;
+    }
+    QVERIFY(checked > 10);
+    QVERIFY(structure.nodes()[size_t(all.front())].kind == NodeKind::kInput);
+    QVERIFY(structure.nodes()[size_t(all.back())].kind == NodeKind::kOutput);
   }
 
   void collapseAndExpandChangeVisibleItems() {

@@ -103,10 +103,22 @@ class ItemModelsTest : public QObject {
     model.setStructure(&structure);
     model.search("relu");
     QVERIFY(model.rowCount() > 5);
-    const int node = model.data(model.index(0), SearchResultModel::kNodeRole).toInt();
+    const int node = model.data(model.index(0, SearchResultModel::kName), SearchResultModel::kNodeRole).toInt();
     QCOMPARE(structure.nodes()[size_t(node)].layer->opType, std::string("Relu"));
-    QVERIFY(model.data(model.index(0)).toString().startsWith("Relu"));
+    QCOMPARE(model.data(model.index(0, SearchResultModel::kOpType)).toString(), QStringLiteral("Relu"));
+    // No text: every node, in graph order, named with its op type.
     model.search("");
+    QCOMPARE(size_t(model.rowCount()), structure.nodes().size());
+    for (int row = 0; row < model.rowCount(); ++row) {
+      const int listed = model.data(model.index(row, SearchResultModel::kName), SearchResultModel::kNodeRole).toInt();
+      QCOMPARE(listed, structure.search("")[size_t(row)]);
+      const auto& graphNode = structure.nodes()[size_t(listed)];
+      QCOMPARE(model.data(model.index(row, SearchResultModel::kName)).toString(), QString::fromStdString(graphNode.name));
+      const QString opType = model.data(model.index(row, SearchResultModel::kOpType)).toString();
+      QCOMPARE(opType, graphNode.layer ? QString::fromStdString(graphNode.layer->opType)
+                       : graphNode.kind == kiln::views::NodeKind::kInput ? QStringLiteral("input") : QStringLiteral("output"));
+    }
+    model.search("no such node");
     QCOMPARE(model.rowCount(), 0);
   }
 

@@ -1,7 +1,9 @@
 #include "accuracy/accuracy_panel.h"
 
 #include "accuracy/tensor_metrics_model.h"
+#include "accuracy/tolerance_spin_box.h"
 #include "common/heat_scale.h"
+#include "common/value_format.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -29,6 +31,7 @@
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <limits>
 
 namespace kiln::views {
 namespace {
@@ -50,17 +53,17 @@ QTableView* metricsTable(TensorMetricsModel* model, QWidget* parent) {
   table->setWordWrap(false);
   table->verticalHeader()->hide();
   table->verticalHeader()->setDefaultSectionSize(22);
+  // Numbers sized to fit; the names take what is left (and elide in the middle, where paths differ).
   table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table->horizontalHeader()->setSectionResizeMode(TensorMetricsModel::kTensor, QHeaderView::Interactive);
-  table->setColumnWidth(TensorMetricsModel::kTensor, 170);
+  table->horizontalHeader()->setSectionResizeMode(TensorMetricsModel::kTensor, QHeaderView::Stretch);
+  table->horizontalHeader()->setSectionResizeMode(TensorMetricsModel::kLayer, QHeaderView::Interactive);
+  table->setColumnWidth(TensorMetricsModel::kLayer, 150);
+  table->setTextElideMode(Qt::ElideMiddle);
   return table;
 }
 
 QDoubleSpinBox* toleranceBox(double value, const QString& tip, QWidget* parent) {
-  auto* box = new QDoubleSpinBox(parent);
-  box->setDecimals(7);
-  box->setRange(0, 1000);
-  box->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
+  auto* box = new ToleranceSpinBox(parent);
   box->setValue(value);
   box->setToolTip(tip);
   return box;
@@ -80,20 +83,22 @@ AccuracyPanel::AccuracyPanel(QWidget* parent) : QWidget(parent) {
 
   histogram_ = new QChartView(this);
   histogram_->setRenderHint(QPainter::Antialiasing);
-  histogram_->setMinimumWidth(300);
+  histogram_->setMinimumWidth(240);
   auto* tabs = new QTabWidget(this);
   tabs->addTab(outputTable_, tr("Outputs"));
   tabs->addTab(layerTable_, tr("Per layer"));
-  auto* splitter = new QSplitter(Qt::Horizontal, this);
-  splitter->addWidget(tabs);
-  splitter->addWidget(histogram_);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 2);
+  results_ = new QSplitter(Qt::Horizontal, this);
+  results_->addWidget(tabs);
+  results_->addWidget(histogram_);
+  results_->setStretchFactor(0, 2);  // the table's columns need the room more than the bars
+  results_->setStretchFactor(1, 1);
+  results_->hide();
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(createControls());
-  layout->addWidget(splitter, 1);
+  layout->addWidget(results_, 1);
+  layout->addStretch();  // keeps the controls at the top while the results are hidden
 
   connect(outputTable_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &AccuracyPanel::updateHistogram);
   updateVerdict();
@@ -178,6 +183,7 @@ void AccuracyPanel::setRun(AccuracyRun run) {
   hasRun_ = true;
   layers_->setMetrics(run_.report.layers);
   heatmap_->setEnabled(!run_.report.layers.empty());
+  results_->show();
   remeasure();
   if (heatmap_->isChecked()) emit heatmapToggled(true);
 }
@@ -189,6 +195,7 @@ void AccuracyPanel::clear() {
   layers_->setMetrics({});
   heatmap_->setChecked(false);
   heatmap_->setEnabled(false);
+  results_->hide();
   updateVerdict();
   updateHistogram();
 }
@@ -223,7 +230,8 @@ void AccuracyPanel::updateVerdict() {
   }
   int failing = 0;
   for (const auto& m : outputs_->metrics()) failing += !m.pass;
-  const QString tolerances = QStringLiteral("atol %1, rtol %2").arg(atol_->value(), 0, 'g', 3).arg(rtol_->value(), 0, 'g', 3);
+  const QString tolerances =
+      QStringLiteral("atol %1, rtol %2").arg(formatCompactNumber(atol_->value()), formatCompactNumber(rtol_->value()));
   verdict_->setText(passes() ? tr("<span style='color:#15803D; font-weight:600'>✔ PASS</span> %1 vs FP32 · %2 "
                                   "output(s) within %3")
                                    .arg(run_.candidateLabel.toHtmlEscaped())
@@ -301,11 +309,14 @@ std::vector<LayerValue> AccuracyPanel::layerValues() const {
   std::map<std::string, double> worst;  // an engine layer may produce several tensors
   for (const auto& m : run_.report.layers)
     if (!m.layer.empty()) worst[m.layer] = std::max(worst[m.layer], relativeRmsError(m));
+  // Decades above a floor one decade under the most accurate layer: fp16 errors all sit near 1e-4,
+  // and a fixed floor (1e-7) would paint every layer the same deep red.
+  double smallest = std::numeric_limits<double>::infinity();
+  for (const auto& [layer, error] : worst) smallest = std::min(smallest, std::max(error, kSmallestShownError));
+  const double floor = smallest / 10;
   std::vector<LayerValue> values;
-  for (const auto& [layer, error] : worst) {
-    const double decades = std::max(0.0, std::log10(std::max(error, kSmallestShownError) / kSmallestShownError));
-    values.push_back({layer, decades, QString::number(error, 'e', 0)});
-  }
+  for (const auto& [layer, error] : worst)
+    values.push_back({layer, std::log10(std::max(error, kSmallestShownError) / floor), formatError(error, 0)});
   return values;
 }
 

@@ -14,6 +14,7 @@ class QChartView;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QSplitter;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
@@ -43,7 +44,8 @@ class AccuracyPanel : public QWidget {
   Tolerance tolerance() const;
   void setTolerance(const Tolerance& tolerance);
   InputSource inputSource() const;
-  // Each engine layer's relative RMS error (log-scaled), for layerHeatmap.
+  // Each engine layer's relative RMS error in decades above a tenth of the smallest one, for
+  // layerHeatmap (the most accurate layer reads 1, one ten times worse 2).
   std::vector<LayerValue> layerValues() const;
 
   void setCanCompare(bool canCompare, const QString& why);
@@ -75,6 +77,7 @@ class AccuracyPanel : public QWidget {
   TensorMetricsModel* outputs_;
   TensorMetricsModel* layers_;
   QTableView* outputTable_;
+  QSplitter* results_;  // tables and histogram, hidden until there is a comparison
   QTableView* layerTable_;
   QChartView* histogram_;
   QLabel* verdict_;

@@ -1,19 +1,13 @@
 #include "accuracy/tensor_metrics_model.h"
 
+#include "common/value_format.h"
+
 #include <QColor>
 #include <QFont>
 
 #include <cmath>
 
 namespace kiln::views {
-namespace {
-
-QString scientific(double value) {
-  if (std::isinf(value)) return QStringLiteral("∞");
-  return value == 0 ? QStringLiteral("0") : QString::number(value, 'e', 2);
-}
-
-}  // namespace
 
 double relativeRmsError(const TensorMetrics& metrics) {
   if (metrics.snrDb >= 999) return 0;
@@ -56,12 +50,12 @@ QVariant TensorMetricsModel::data(const QModelIndex& index, int role) const {
         case kTensor: return QString::fromStdString(m.name);
         case kLayer: return QString::fromStdString(m.layer);
         case kElements: return qlonglong(m.elements);
-        case kMaxAbs: return scientific(m.maxAbsError);
-        case kMaxRel: return scientific(m.maxRelError);
-        case kMeanAbs: return scientific(m.meanAbsError);
-        case kRelativeRms: return scientific(relativeRmsError(m));
-        case kCosine: return QString::number(m.cosineSimilarity, 'f', 6);
-        case kSnr: return m.snrDb >= 999 ? QStringLiteral("∞") : QString::number(m.snrDb, 'f', 1);
+        case kMaxAbs: return formatError(m.maxAbsError);
+        case kMaxRel: return formatError(m.maxRelError);
+        case kMeanAbs: return formatError(m.meanAbsError);
+        case kRelativeRms: return formatError(relativeRmsError(m));
+        case kCosine: return formatCosine(m.cosineSimilarity);
+        case kSnr: return formatDecibels(m.snrDb);
         case kFailing: return qlonglong(m.failing);
         case kResult: return m.pass ? tr("PASS") : tr("FAIL");
       }
@@ -90,15 +84,30 @@ QVariant TensorMetricsModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant TensorMetricsModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  if (orientation != Qt::Horizontal) return {};
+  // Short titles keep the table narrow enough to show every column in a low bottom dock; the
+  // tooltips say exactly what each one measures.
+  if (role == Qt::ToolTipRole) {
+    switch (section) {
+      case kMaxAbs: return tr("Largest |candidate − reference|");
+      case kMaxRel: return tr("Largest |candidate − reference| / |reference|");
+      case kMeanAbs: return tr("Mean of |candidate − reference|");
+      case kRelativeRms: return tr("Relative RMS error: ‖candidate − reference‖ / ‖reference‖");
+      case kCosine: return tr("Cosine similarity of candidate and reference (1 = same direction)");
+      case kSnr: return tr("Signal-to-noise ratio in dB: 10·log10(Σ reference² / Σ error²)");
+      case kFailing: return tr("Elements outside |candidate − reference| ≤ atol + rtol·|reference|");
+      default: return {};
+    }
+  }
+  if (role != Qt::DisplayRole) return {};
   switch (section) {
     case kTensor: return tr("Tensor");
     case kLayer: return tr("Engine layer");
     case kElements: return tr("Elements");
-    case kMaxAbs: return tr("Max abs err");
-    case kMaxRel: return tr("Max rel err");
-    case kMeanAbs: return tr("Mean abs err");
-    case kRelativeRms: return tr("Rel. RMS err");
+    case kMaxAbs: return tr("Max |err|");
+    case kMaxRel: return tr("Max rel");
+    case kMeanAbs: return tr("Mean |err|");
+    case kRelativeRms: return tr("Rel RMS");
     case kCosine: return tr("Cosine");
     case kSnr: return tr("SNR dB");
     case kFailing: return tr("Failing");

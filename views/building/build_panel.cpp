@@ -7,6 +7,7 @@
 #include <QFileDialog>
 #include <QFontDatabase>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -15,6 +16,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -63,18 +65,30 @@ QToolButton* browseButton(QWidget* parent) {
 }  // namespace
 
 BuildPanel::BuildPanel(QWidget* parent) : QWidget(parent) {
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(6, 6, 6, 6);
-  layout->addWidget(createTargetGroup());
-  layout->addWidget(createShapesGroup());
-  layout->addWidget(createCalibrationGroup());
-  layout->addWidget(createRunGroup(), 1);
+  // The settings scroll instead of widening or lengthening the dock, so the graph keeps the room;
+  // the Build button, progress and log stay in view below them.
+  auto* settings = new QWidget;
+  auto* layout = new QVBoxLayout(settings);
+  layout->setContentsMargins(6, 6, 6, 0);
+  layout->addWidget(createTargetGroup(settings));
+  layout->addWidget(createShapesGroup(settings));
+  layout->addWidget(createCalibrationGroup(settings));
+  layout->addStretch();
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(settings);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 6);
+  outer->addWidget(scroll, 1);
+  outer->addWidget(createRunGroup(this));
   updateValidity();
 }
 
-QWidget* BuildPanel::createTargetGroup() {
-  auto* group = new QGroupBox(tr("Target"), this);
+QWidget* BuildPanel::createTargetGroup(QWidget* parent) {
+  auto* group = new QGroupBox(tr("Target"), parent);
   auto* form = new QFormLayout(group);
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);  // a narrow dock puts the field under its label
   backend_ = new QComboBox(group);
   backend_->addItem(tr("CPU"), int(BackendKind::kCpu));
   backend_->addItem(tr("CUDA (not available)"), int(BackendKind::kCuda));
@@ -82,9 +96,14 @@ QWidget* BuildPanel::createTargetGroup() {
   items->item(1)->setEnabled(false);
   items->item(1)->setToolTip(tr(kCudaUnavailable));
   backend_->setToolTip(tr("CPU: Kiln's reference backend.\nCUDA: %1").arg(tr(kCudaUnavailable)));
+  // Sized by the selected item, not the longest ("CUDA (not available)"), so the row fits a narrow dock.
+  backend_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  backend_->setMinimumContentsLength(6);
   form->addRow(tr("Backend"), backend_);
 
-  auto* precisionRow = new QHBoxLayout;
+  // Three to a row: five in one line would set the dock's minimum width.
+  constexpr int kPrecisionsPerRow = 3;
+  auto* precisionGrid = new QGridLayout;
   const std::pair<Precision, QString> choices[] = {
       {Precision::kFP32, tr("Always allowed: the fallback for layers that need full precision")},
       {Precision::kFP16, tr("Keep activations in fp16 between layers (computed in fp32 inside a layer)")},
@@ -96,11 +115,12 @@ QWidget* BuildPanel::createTargetGroup() {
     box->setToolTip(tip);
     box->setChecked(precision == Precision::kFP32);
     box->setEnabled(precision == Precision::kFP16 || precision == Precision::kBF16);
-    precisionRow->addWidget(box);
+    const int index = int(precisions_.size());
+    precisionGrid->addWidget(box, index / kPrecisionsPerRow, index % kPrecisionsPerRow);
     precisions_.emplace_back(precision, box);
   }
-  precisionRow->addStretch();
-  form->addRow(tr("Precisions"), precisionRow);
+  precisionGrid->setColumnStretch(kPrecisionsPerRow, 1);
+  form->addRow(tr("Precisions"), precisionGrid);
 
   optimizationLevel_ = new QSpinBox(group);
   optimizationLevel_->setRange(0, 5);
@@ -118,7 +138,9 @@ QWidget* BuildPanel::createTargetGroup() {
   auto* cacheRow = new QHBoxLayout;
   timingCache_ = new QLineEdit(group);
   timingCache_->setObjectName(QStringLiteral("timingCache"));
-  timingCache_->setPlaceholderText(tr("none (time tactics every build)"));
+  timingCache_->setPlaceholderText(tr("none"));
+  timingCache_->setToolTip(tr("A timing cache file keeps tactic timings between builds; with none, every build "
+                              "times its tactics again"));
   timingCache_->setClearButtonEnabled(true);
   auto* cacheBrowse = browseButton(group);
   cacheBrowse->setToolTip(tr("Choose a timing cache file (created when it does not exist)"));
@@ -134,8 +156,8 @@ QWidget* BuildPanel::createTargetGroup() {
   return group;
 }
 
-QWidget* BuildPanel::createShapesGroup() {
-  auto* group = new QGroupBox(tr("Optimization profile"), this);
+QWidget* BuildPanel::createShapesGroup(QWidget* parent) {
+  auto* group = new QGroupBox(tr("Optimization profile"), parent);
   auto* layout = new QVBoxLayout(group);
   profileModel_ = new ProfileRangeModel(this);
   profileTable_ = new QTableView(group);
@@ -157,15 +179,16 @@ QWidget* BuildPanel::createShapesGroup() {
   return group;
 }
 
-QWidget* BuildPanel::createCalibrationGroup() {
-  auto* group = new QGroupBox(tr("INT8 calibration data"), this);
+QWidget* BuildPanel::createCalibrationGroup(QWidget* parent) {
+  auto* group = new QGroupBox(tr("INT8 calibration data"), parent);
   auto* layout = new QVBoxLayout(group);
   auto* row = new QHBoxLayout;
   calibrationKind_ = new QComboBox(group);
   calibrationKind_->addItem(tr("Random"), int(InputSource::Kind::kRandom));
   calibrationKind_->addItem(tr("Folder"), int(InputSource::Kind::kFolder));
   calibrationFolder_ = new QLineEdit(group);
-  calibrationFolder_->setPlaceholderText(tr("folder of .npy / .pb files"));
+  calibrationFolder_->setPlaceholderText(tr("data folder"));
+  calibrationFolder_->setToolTip(tr("A folder with one <input>.npy or .pb file per model input"));
   auto* browse = browseButton(group);
   connect(browse, &QToolButton::clicked, this, [this] {
     const QString folder = QFileDialog::getExistingDirectory(this, tr("Calibration Data"), calibrationFolder_->text());
@@ -193,10 +216,10 @@ QWidget* BuildPanel::createCalibrationGroup() {
   return group;
 }
 
-QWidget* BuildPanel::createRunGroup() {
-  auto* group = new QWidget(this);
+QWidget* BuildPanel::createRunGroup(QWidget* parent) {
+  auto* group = new QWidget(parent);
   auto* layout = new QVBoxLayout(group);
-  layout->setContentsMargins(0, 4, 0, 0);
+  layout->setContentsMargins(6, 4, 6, 0);
   auto* buttons = new QHBoxLayout;
   buildButton_ = new QPushButton(tr("Build Engine"), group);
   buildButton_->setDefault(true);
@@ -218,7 +241,9 @@ QWidget* BuildPanel::createRunGroup() {
   log_->setMaximumBlockCount(kMaxLogLines);
   log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   log_->setPlaceholderText(tr("Build log"));
-  layout->addWidget(log_, 1);
+  // A fixed few lines: the settings above get the rest of the dock's height, and scroll.
+  log_->setFixedHeight(7 * log_->fontMetrics().lineSpacing());
+  layout->addWidget(log_);
   connect(buildButton_, &QPushButton::clicked, this, [this] {
     if (canBuild()) emit buildRequested();
   });

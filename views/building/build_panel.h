@@ -62,10 +62,10 @@ class BuildPanel : public QWidget {
   void canBuildChanged(bool canBuild);
 
  private:
-  QWidget* createTargetGroup();
-  QWidget* createShapesGroup();
-  QWidget* createCalibrationGroup();
-  QWidget* createRunGroup();
+  QWidget* createTargetGroup(QWidget* parent);
+  QWidget* createShapesGroup(QWidget* parent);
+  QWidget* createCalibrationGroup(QWidget* parent);
+  QWidget* createRunGroup(QWidget* parent);
   void updateValidity();
   void fitProfileTable();
   void finishRun(const QString& status, const QString& logLine);

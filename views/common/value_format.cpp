@@ -4,6 +4,8 @@
 
 #include <QLocale>
 
+#include <cmath>
+
 namespace kiln::views {
 namespace {
 
@@ -17,6 +19,21 @@ QString joinList(const std::vector<T>& values, int maxItems, Format format) {
 }
 
 QString formatFloat(double value) { return QString::number(value, 'g', 6); }
+
+// "1e-05" -> "1e-5", "2.5e+06" -> "2.5e+6": Qt pads exponents to two digits.
+QString trimExponent(QString text) {
+  const qsizetype e = text.indexOf(QLatin1Char('e'));
+  if (e < 0) return text;
+  qsizetype digits = e + 2;  // after the sign
+  while (digits + 1 < text.size() && text[digits] == QLatin1Char('0')) text.remove(digits, 1);
+  return text;
+}
+
+QString infinityOr(double value, const QString& finite) {
+  if (std::isnan(value)) return QStringLiteral("NaN");
+  if (std::isinf(value)) return value > 0 ? QStringLiteral("∞") : QStringLiteral("−∞");
+  return finite;
+}
 
 const onnx::OpSchema* schemaFor(const Layer& layer) {
   try {
@@ -50,6 +67,19 @@ QString formatShape(const Shape& shape) {
   QStringList parts;
   for (const Dim& d : shape.dims()) parts << QString::fromStdString(d.toString());
   return parts.join(QChar(0x00D7));
+}
+
+QString formatShapeList(const std::string& spec) {
+  QStringList parts;
+  for (const QString& item : QString::fromStdString(spec).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    const qsizetype colon = item.lastIndexOf(QLatin1Char(':'));  // names may hold colons ("input:0")
+    if (colon < 0) {
+      parts << item;
+      continue;
+    }
+    parts << item.left(colon) + QLatin1Char(' ') + item.mid(colon + 1).replace(QLatin1Char('x'), QChar(0x00D7));
+  }
+  return parts.join(QStringLiteral(", "));
 }
 
 QString formatTensorType(const Tensor& tensor) {
@@ -92,6 +122,21 @@ QString formatCount(int64_t count) {
 }
 
 QString formatBytes(int64_t bytes) { return QLocale::c().formattedDataSize(bytes, 1, QLocale::DataSizeIecFormat); }
+
+QString formatCompactNumber(double value) {
+  return infinityOr(value, trimExponent(QString::number(value, 'g', 6)));
+}
+
+QString formatError(double value, int decimals) {
+  return infinityOr(value, value == 0 ? QStringLiteral("0") : trimExponent(QString::number(value, 'e', decimals)));
+}
+
+QString formatCosine(double value) { return infinityOr(value, QString::number(value, 'f', 6)); }
+
+QString formatDecibels(double value) {
+  constexpr double kExactMatchDb = 999;  // what the comparator reports for identical tensors
+  return value >= kExactMatchDb ? QStringLiteral("∞") : infinityOr(value, QString::number(value, 'f', 1));
+}
 
 QString inputRoleName(const Layer& layer, size_t index) {
   const onnx::OpSchema* schema = schemaFor(layer);

@@ -44,15 +44,17 @@ FusionPanel::FusionPanel(QWidget* parent) : QWidget(parent) {
   for (int column : {PassModel::kLayers, PassModel::kChange, PassModel::kTime})
     passTree_->header()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
 
-  auto* splitter = new QSplitter(Qt::Horizontal, this);
-  splitter->addWidget(layerTable_);
-  splitter->addWidget(passTree_);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 2);
+  results_ = new QSplitter(Qt::Horizontal, this);
+  results_->addWidget(layerTable_);
+  results_->addWidget(passTree_);
+  results_->setStretchFactor(0, 3);
+  results_->setStretchFactor(1, 2);
+  results_->hide();
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(summary_);
-  layout->addWidget(splitter, 1);
+  layout->addWidget(results_, 1);
+  layout->addStretch();  // keeps the summary at the top while the results are hidden
 
   connect(layerTable_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &FusionPanel::showLayerInGraph);
 }
@@ -70,6 +72,7 @@ void FusionPanel::setReport(const BuildReport& report) {
   layers_->setLayers(report_.layers);
   passes_->setPasses(report_.passes);
   passTree_->expandAll();
+  results_->show();
   int fused = 0;
   for (const auto& layer : report_.layers) fused += layer.origins.size() > 1;
   summary_->setText(tr("<b>%1 ONNX nodes → %2 engine layers</b> (%3 fused) · %4 backend · weights %5 · "
@@ -89,6 +92,7 @@ void FusionPanel::clear() {
   origins_ = {};
   layers_->setLayers({});
   passes_->setPasses({});
+  results_->hide();
   summary_->setText(tr("Build an engine (Build ▸ Build Engine) to see how its layers map to the model."));
   if (scene_) scene_->setHighlightedNodes({});
 }

@@ -9,6 +9,7 @@
 #include <QWidget>
 
 class QLabel;
+class QSplitter;
 class QTableView;
 class QTreeView;
 
@@ -52,6 +53,7 @@ class FusionPanel : public QWidget {
   PassModel* passes_;
   QTableView* layerTable_;
   QTreeView* passTree_;
+  QSplitter* results_;  // layers and passes, hidden until there is a build
   QLabel* summary_;
 };
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 
 namespace kiln::views {
@@ -183,7 +184,11 @@ bool GraphStructure::isInGroup(int node, int group) const {
 
 std::vector<int> GraphStructure::search(const std::string& text) const {
   const std::string needle = lowered(text);
-  if (needle.empty()) return {};
+  if (needle.empty()) {
+    std::vector<int> all(nodes_.size());
+    std::iota(all.begin(), all.end(), 0);  // nodes are stored in graph (topological) order
+    return all;
+  }
   std::vector<std::pair<int, int>> ranked;  // (rank, node): 0 exact name, 1 name, 2 op type, 3 tensor
   for (size_t n = 0; n < nodes_.size(); ++n) {
     const GraphNode& node = nodes_[n];

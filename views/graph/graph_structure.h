@@ -56,7 +56,7 @@ class GraphStructure {
   int layerCount() const { return layerCount_; }
 
   // Nodes whose name, op type or input/output tensor names contain `text` (case-insensitive),
-  // best matches (whole name) first.
+  // best matches (whole name) first; every node in graph order when `text` is empty.
   std::vector<int> search(const std::string& text) const;
 
  private:

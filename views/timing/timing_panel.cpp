@@ -1,6 +1,7 @@
 #include "timing/timing_panel.h"
 
 #include "common/heat_scale.h"
+#include "common/value_format.h"
 #include "timing/layer_timing_model.h"
 
 #include <QBarCategoryAxis>
@@ -83,15 +84,17 @@ TimingPanel::TimingPanel(QWidget* parent) : QWidget(parent) {
   chart_->setRenderHint(QPainter::Antialiasing);
   chart_->setMinimumWidth(320);
 
-  auto* splitter = new QSplitter(Qt::Horizontal, this);
-  splitter->addWidget(table_);
-  splitter->addWidget(chart_);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 2);
+  results_ = new QSplitter(Qt::Horizontal, this);
+  results_->addWidget(table_);
+  results_->addWidget(chart_);
+  results_->setStretchFactor(0, 3);
+  results_->setStretchFactor(1, 2);
+  results_->hide();
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addLayout(controls);
-  layout->addWidget(splitter, 1);
+  layout->addWidget(results_, 1);
+  layout->addStretch();  // keeps the controls at the top while the results are hidden
 
   connect(profileButton_, &QPushButton::clicked, this, [this] { emit profileRequested(iterations_->value()); });
   connect(loadButton_, &QPushButton::clicked, this, &TimingPanel::loadRequested);
@@ -104,13 +107,14 @@ void TimingPanel::setProfile(const ProfileReport& report, const QString& source)
   hasProfile_ = true;
   model_->setLayers(report_.layers);
   heatmap_->setEnabled(true);
+  results_->show();
   summary_->setText(tr("<b>%1 ms</b> per run (median of %2) · %3 layers · %4 · %5 · inputs %6")
                         .arg(report_.totalMedianMs, 0, 'f', 3)
                         .arg(report_.iterations)
                         .arg(report_.layers.size())
                         .arg(QString::fromStdString(report_.plan.deviceName.empty() ? report_.plan.backend
                                                                                     : report_.plan.deviceName))
-                        .arg(source.toHtmlEscaped(), QString::fromStdString(report_.inputShapes).toHtmlEscaped()));
+                        .arg(source.toHtmlEscaped(), formatShapeList(report_.inputShapes).toHtmlEscaped()));
   updateChart();
   if (heatmap_->isChecked()) emit heatmapToggled(true);  // recolour with the new timings
 }
@@ -121,6 +125,7 @@ void TimingPanel::clear() {
   model_->setLayers({});
   heatmap_->setChecked(false);
   heatmap_->setEnabled(false);
+  results_->hide();
   summary_->setText(tr("Profile the built engine, or open a kiln-profile-1 JSON file."));
   updateChart();
 }

@@ -11,6 +11,7 @@
 class QCheckBox;
 class QChartView;
 class QLabel;
+class QSplitter;
 class QPushButton;
 class QSortFilterProxyModel;
 class QSpinBox;
@@ -65,6 +66,7 @@ class TimingPanel : public QWidget {
   QSortFilterProxyModel* sorted_;
   QTableView* table_;
   QChartView* chart_;
+  QSplitter* results_;  // table and chart, hidden until there is a profile
   QLabel* summary_;
   QPushButton* profileButton_;
   QPushButton* loadButton_;
