@@ -9,6 +9,7 @@
 #include "arena_poison.h"
 #include "layer_runner.h"
 #include "precision_convert.h"
+#include "subgraph_cache.h"
 #include <kiln/reference_executor.h>
 
 #include <atomic>
@@ -32,6 +33,7 @@ struct ExecutionContext::State {
   std::map<std::string, std::vector<int64_t>> inputShapes;
   std::map<std::string, void*> addresses;
   std::map<std::string, std::vector<int64_t>> outputShapes;
+  SubgraphRunCache subgraphs;  // for the bodies of the network's If/Loop/Scan layers, across runs
 };
 
 namespace {
@@ -181,7 +183,7 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
     return nullptr;
   };
   auto subgraphRunner = [&](const Network& body, const std::vector<Value>& bodyInputs) {
-    return executeGraph(body, bodyInputs, lookup);
+    return executeGraphCached(body, bodyInputs, lookup, {}, state_->subgraphs);
   };
   std::unordered_map<std::string, Tensor> scopeTypes;
   const Network::ScopeLookup scopeTypeLookup = [&](const std::string& name) -> const Tensor* {
