@@ -18,13 +18,6 @@ constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
 constexpr int32_t kInt64 = onnx::TensorProto::INT64;
 constexpr int32_t kBool = onnx::TensorProto::BOOL;
 
-void setGraph(onnx::NodeProto& node, const std::string& name, ModelBuilder& body) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = body.model().graph();
-}
-
 // A graph input or output declared as a sequence of float tensors.
 void declareFloatSequence(onnx::ValueInfoProto* value, const std::string& name) {
   value->set_name(name);
@@ -62,8 +55,8 @@ ModelBuilder ifModel(std::vector<int64_t> thenDims, std::vector<int64_t> elseDim
   elseBranch.node("Identity", {"b"}, {"else_out"});
   elseBranch.output("else_out", kFloat);
   auto& node = mb.node("If", {"cond"}, {"y"}, "if0");
-  setGraph(node, "then_branch", thenBranch);
-  setGraph(node, "else_branch", elseBranch);
+  ModelBuilder::setGraph(node, "then_branch", thenBranch);
+  ModelBuilder::setGraph(node, "else_branch", elseBranch);
   mb.output("y");
   return mb;
 }
@@ -111,7 +104,7 @@ ModelBuilder appendingLoop() {
   declareFloatSequence(body.model().mutable_graph()->add_output(), "seq_out");
   body.output("iteration_out", kInt64);
   auto& loop = mb.node("Loop", {"trip_count", "keep_going", "empty"}, {"sequence", "iterations"}, "loop0");
-  setGraph(loop, "body", body);
+  ModelBuilder::setGraph(loop, "body", body);
   mb.output("sequence").output("iterations");
   return mb;
 }
@@ -145,7 +138,7 @@ TEST(ControlFlow, LoopStopsWhenTheBodyConditionTurnsFalse) {
   body.node("Identity", {"iteration"}, {"iteration_out"});
   body.output("cond_out", kBool).output("iteration_out", kInt64);
   auto& loop = mb.node("Loop", {"trip_count", ""}, {"iterations"});
-  setGraph(loop, "body", body);
+  ModelBuilder::setGraph(loop, "body", body);
   mb.output("iterations");
   auto out = run(mb, {{"trip_count", HostTensor::scalar<int64_t>(10)}});
   EXPECT_EQ(out.at("iterations").tensor.dims(), (std::vector<int64_t>{3}));  // the third pass returns false
@@ -168,7 +161,7 @@ TEST(ControlFlow, ScanWalksItsAxisInTheGivenDirection) {
   body.node("Identity", {"column"}, {"scan_out"});
   body.output("state_out", kFloat).output("scan_out", kFloat);
   auto& scan = mb.node("Scan", {"initial", "x"}, {"final", "columns"});
-  setGraph(scan, "body", body);
+  ModelBuilder::setGraph(scan, "body", body);
   ModelBuilder::setInt(scan, "num_scan_inputs", 1);
   ModelBuilder::setInts(scan, "scan_input_axes", {1});
   ModelBuilder::setInts(scan, "scan_input_directions", {1});
@@ -194,7 +187,7 @@ TEST(ControlFlow, Opset8ScanRunsEachBatchEntry) {
   body.node("Identity", {"state_in"}, {"scan_out"});
   body.output("state_out", kFloat).output("scan_out", kFloat);
   auto& scan = mb.node("Scan", {"", "initial", "x"}, {"final", "previous"});
-  setGraph(scan, "body", body);
+  ModelBuilder::setGraph(scan, "body", body);
   ModelBuilder::setInt(scan, "num_scan_inputs", 1);
   mb.output("final").output("previous");
   auto initial = randomFloats({2, 2}, 7), x = randomFloats({2, 3, 2}, 8);
@@ -220,7 +213,7 @@ TEST(ControlFlow, SequenceMapWalksSequencesAndRepeatsTensors) {
   body.node("Identity", {"extra"}, {"extra_out"});
   body.output("item_out", kFloat).output("extra_out", kFloat);
   auto& map = mb.node("SequenceMap", {"items", "c"}, {"mapped", "repeated"});
-  setGraph(map, "body", body);
+  ModelBuilder::setGraph(map, "body", body);
   mb.output("mapped").output("repeated");
   auto a = randomFloats({2}, 9), b = randomFloats({3}, 10), c = randomFloats({4}, 11);
   auto out = run(mb, {{"a", a}, {"b", b}, {"c", c}});

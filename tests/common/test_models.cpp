@@ -96,6 +96,13 @@ void ModelBuilder::setString(onnx::NodeProto& n, const std::string& name, const 
   a->set_s(v);
 }
 
+void ModelBuilder::setGraph(onnx::NodeProto& n, const std::string& name, ModelBuilder& body) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body.model().graph();
+}
+
 HostTensor randomFloats(std::vector<int64_t> dims, uint32_t seed, float lo, float hi) {
   HostTensor t(DataType::kFloat32, std::move(dims));
   std::mt19937 rng(seed);

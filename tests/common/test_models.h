@@ -30,6 +30,8 @@ class ModelBuilder {
   static void setFloat(onnx::NodeProto& n, const std::string& name, float v);
   static void setInts(onnx::NodeProto& n, const std::string& name, std::vector<int64_t> v);
   static void setString(onnx::NodeProto& n, const std::string& name, const std::string& v);
+  // A subgraph attribute (If branches, Loop/Scan bodies): `body`'s graph.
+  static void setGraph(onnx::NodeProto& n, const std::string& name, ModelBuilder& body);
 
  private:
   onnx::ModelProto model_;

@@ -1,7 +1,7 @@
 #pragma once
 // Sliding-window attributes shared by Conv, ConvTranspose and the pools: read and validated once,
 // then used both by shape inference (symbolic dims) and by the CPU kernels (known dims).
-#include <kernels/cpu/conv/spatial_window.h>
+#include <kernels/cpu/common/spatial_window.h>
 #include <kiln/network.h>
 
 #include <string>

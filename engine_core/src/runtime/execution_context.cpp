@@ -6,10 +6,13 @@
 
 #include "../builder/engine_description.h"
 #include "../builder/memory_planner.h"
+#include "arena_poison.h"
 #include "layer_runner.h"
 #include "precision_convert.h"
+#include "subgraph_cache.h"
 #include <kiln/reference_executor.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -30,9 +33,12 @@ struct ExecutionContext::State {
   std::map<std::string, std::vector<int64_t>> inputShapes;
   std::map<std::string, void*> addresses;
   std::map<std::string, std::vector<int64_t>> outputShapes;
+  SubgraphRunCache subgraphs;  // for the bodies of the network's If/Loop/Scan layers, across runs
 };
 
 namespace {
+
+std::atomic<bool> poisonArena{false};
 
 DataType storageType(Precision p) {
   switch (p) {
@@ -51,6 +57,8 @@ std::string rangeText(const ShapeRange& r, size_t d) {
 }
 
 }  // namespace
+
+void setArenaPoisoningForTesting(bool enabled) { poisonArena = enabled; }
 
 ExecutionContext::ExecutionContext(std::shared_ptr<const EngineDescription> description)
     : description_(std::move(description)), state_(std::make_unique<State>()) {
@@ -175,7 +183,7 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
     return nullptr;
   };
   auto subgraphRunner = [&](const Network& body, const std::vector<Value>& bodyInputs) {
-    return executeGraph(body, bodyInputs, lookup);
+    return executeGraphCached(body, bodyInputs, lookup, {}, state_->subgraphs);
   };
   std::unordered_map<std::string, Tensor> scopeTypes;
   const Network::ScopeLookup scopeTypeLookup = [&](const std::string& name) -> const Tensor* {
@@ -183,6 +191,7 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
     if (!v) return nullptr;
     return &scopeTypes.insert_or_assign(name, describeValue(name, *v)).first->second;
   };
+  if (poisonArena && state_->arena) std::memset(state_->arena.get(), 0xFF, d.memory.arenaBytes);
   const char* arenaBegin = static_cast<const char*>(state_->arena.get());
   const char* arenaEnd = arenaBegin + d.memory.arenaBytes;
 
@@ -210,9 +219,8 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
       if (planned == state_->planned.end() || !state_->arena) return {};
       uint64_t bytes = uint64_t(elementCount(dims)) * byteSize(dtype);
       if (bytes > planned->second.bytes || dtype == DataType::kString) return {};
-      HostTensor t = HostTensor::inArena(dtype, dims, state_->arena, planned->second.offset);
-      std::memset(t.rawData(), 0, bytes);
-      return t;
+      // Not cleared: kernels write every element of their outputs (see arena_poison.h).
+      return HostTensor::inArena(dtype, dims, state_->arena, planned->second.offset);
     };
     const Step& layerStep = *state_->steps.at(index);
     const uint64_t workspaceBytes = layerStep.workspaceBytes(inputValues);

@@ -4,6 +4,7 @@
 
 #include "../builder/engine_description.h"
 #include "../ops/op_schema.h"
+#include "subgraph_cache.h"
 
 namespace kiln {
 Tensor describeValue(const std::string& name, const Value& v) {
@@ -44,7 +45,8 @@ std::vector<std::shared_ptr<const Step>> instantiateSteps(const Backend& backend
 std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Value*>& inputs, const CpuKernelFn& kernel,
                                  const KernelContext::SubgraphRunner& subgraphRunner,
                                  const KernelContext::OutputAllocator& allocator,
-                                 const Network::ScopeLookup& scopeTypes, void* workspace, uint64_t workspaceBytes) {
+                                 const Network::ScopeLookup& scopeTypes, void* workspace, uint64_t workspaceBytes,
+                                 SubgraphInferenceCache* inferenceCache) {
   std::vector<Tensor> described(inputs.size());
   std::vector<const Tensor*> inferIn(inputs.size(), nullptr);
   std::vector<const HostTensor*> inferValues(inputs.size(), nullptr);
@@ -55,9 +57,15 @@ std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Val
     inferIn[i] = &described[i];
     if (!v->isSequence() && v->hasElement) inferValues[i] = &v->tensor;
   }
-  InferenceContext inference(layer, inferIn, inferValues, scopeTypes);
-  OpSchemaRegistry::instance().find(layer.domain, layer.opType)->infer(inference);
-  KernelContext ctx(layer, inputs, inference.outputs(), subgraphRunner);
+  auto infer = [&] {
+    InferenceContext inference(layer, inferIn, inferValues, scopeTypes);
+    OpSchemaRegistry::instance().find(layer.domain, layer.opType)->infer(inference);
+    return inference.outputs();
+  };
+  std::vector<Tensor> outputTypes = inferenceCache && hasSubgraphs(layer)
+                                        ? inferenceCache->outputTypes(layer, inferIn, scopeTypes, infer)
+                                        : infer();
+  KernelContext ctx(layer, inputs, std::move(outputTypes), subgraphRunner);
   if (allocator) ctx.setOutputAllocator(allocator);
   ctx.setWorkspace(workspace, workspaceBytes);
   try {
@@ -80,14 +88,7 @@ std::unordered_map<std::string, size_t> lastUseSteps(const Network& network, con
   for (size_t step = 0; step < order.size(); ++step) {
     const Layer& layer = network.layers()[order[step]];
     for (const auto& in : layer.inputs) lastUse[in] = step;
-    for (const auto& [key, attr] : layer.attributes) {  // subgraphs read outer tensors implicitly
-      if (auto g = attr.get<Attribute::Graph>(); g && *g)
-        for (const auto& ref : (*g)->outerScopeReferences()) lastUse[ref] = step;
-      if (auto gs = attr.get<std::vector<Attribute::Graph>>())
-        for (const auto& g : *gs)
-          if (g)
-            for (const auto& ref : g->outerScopeReferences()) lastUse[ref] = step;
-    }
+    for (const auto& ref : subgraphReferences(layer)) lastUse[ref] = step;  // subgraphs read outer tensors implicitly
   }
   for (const auto& out : network.outputs()) lastUse[out] = order.size();
   return lastUse;

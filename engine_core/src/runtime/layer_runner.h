@@ -2,6 +2,7 @@
 // Running one layer on the CPU kernels, shared by the reference executor and the CPU engine.
 #include <kiln/host_tensor.h>
 #include <kiln/network.h>
+#include <kiln/reference_executor.h>
 
 #include "../backends/cpu/cpu_kernel.h"
 
@@ -13,6 +14,8 @@
 namespace kiln {
 
 struct EngineDescription;
+class SubgraphInferenceCache;
+class SubgraphRunCache;
 
 // The reference kernel for `layer` (tactics are instantiated by the CPU backend); throws
 // kUnsupported naming the layer.
@@ -20,12 +23,19 @@ const CpuKernelFn& cpuKernelFor(const Layer& layer);
 
 // Infers the output types from the concrete inputs, then runs the kernel. `scopeTypes` gives the
 // types of outer values that subgraph bodies read (If/Loop/Scan inference); `workspace` is the
-// kernel's scratch memory (none: kernels that need scratch allocate it).
+// kernel's scratch memory (none: kernels that need scratch allocate it); `inferenceCache` (may be
+// null) remembers the inference of layers with subgraphs.
 std::vector<Value> runLayerOnCpu(const Layer& layer, const std::vector<const Value*>& inputs, const CpuKernelFn& kernel,
                                  const KernelContext::SubgraphRunner& subgraphRunner,
                                  const KernelContext::OutputAllocator& allocator = {},
                                  const Network::ScopeLookup& scopeTypes = {}, void* workspace = nullptr,
-                                 uint64_t workspaceBytes = 0);
+                                 uint64_t workspaceBytes = 0, SubgraphInferenceCache* inferenceCache = nullptr);
+
+// executeGraph with what it can remember across runs of the same graphs (Loop bodies run once per
+// iteration) kept in `cache`, which the graph's subgraphs share.
+std::vector<Value> executeGraphCached(const Network& graph, const std::vector<Value>& inputs,
+                                      const std::function<const Value*(const std::string&)>& outer,
+                                      const ReferenceExecutorOptions& options, SubgraphRunCache& cache);
 
 // Every layer of the engine on the tactic its plan names; throws kInvalidArgument naming the layer
 // and the tactic when the backend has no such tactic.

@@ -2,6 +2,7 @@
 #include <kiln/reference_executor.h>
 
 #include "layer_runner.h"
+#include "subgraph_cache.h"
 
 #include <chrono>
 #include <algorithm>
@@ -40,6 +41,13 @@ void checkInput(const Tensor& declared, const Value& given) {
 std::vector<Value> executeGraph(const Network& graph, const std::vector<Value>& inputs,
                                 const std::function<const Value*(const std::string&)>& outer,
                                 const ReferenceExecutorOptions& options) {
+  SubgraphRunCache cache;
+  return executeGraphCached(graph, inputs, outer, options, cache);
+}
+
+std::vector<Value> executeGraphCached(const Network& graph, const std::vector<Value>& inputs,
+                                      const std::function<const Value*(const std::string&)>& outer,
+                                      const ReferenceExecutorOptions& options, SubgraphRunCache& cache) {
   std::unordered_map<std::string, Value> values;
   const auto& graphInputs = graph.inputs();
   for (size_t i = 0; i < graphInputs.size() && i < inputs.size(); ++i) values[graphInputs[i]] = inputs[i];
@@ -54,12 +62,13 @@ std::vector<Value> executeGraph(const Network& graph, const std::vector<Value>& 
     return outer ? outer(name) : nullptr;
   };
   auto subgraphRunner = [&](const Network& body, const std::vector<Value>& bodyInputs) {
-    return executeGraph(body, bodyInputs, lookup, options);
+    return executeGraphCached(body, bodyInputs, lookup, options, cache);
   };
 
   // Free each intermediate after its last reader to bound memory on big models.
-  auto order = graph.topologicalOrder();
-  auto lastUse = lastUseSteps(graph, order);
+  const GraphSchedule& schedule = cache.schedule(graph);
+  const auto& order = schedule.order;
+  const auto& lastUse = schedule.lastUse;
   // Types of the values subgraph bodies can see, for inferring If/Loop/Scan bodies at run time.
   std::unordered_map<std::string, Tensor> scopeTypes;
   const Network::ScopeLookup scopeTypeLookup = [&](const std::string& name) -> const Tensor* {
@@ -77,10 +86,13 @@ std::vector<Value> executeGraph(const Network& graph, const std::vector<Value>& 
         throw Error(ErrorCode::kRuntimeError, layer.describe() + ": input '" + name + "' has no value");
       inputValues.push_back(v);
     }
-    auto start = std::chrono::steady_clock::now();
-    auto outputs = runLayerOnCpu(layer, inputValues, kernel, subgraphRunner, {}, scopeTypeLookup);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (options.afterLayer) options.afterLayer(layer, outputs, ms);
+    // Timed only for an afterLayer callback: two clock reads a layer are a few percent of a small Loop body.
+    const auto start = options.afterLayer ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    auto outputs =
+        runLayerOnCpu(layer, inputValues, kernel, subgraphRunner, {}, scopeTypeLookup, nullptr, 0, &cache.inference());
+    if (options.afterLayer)
+      options.afterLayer(layer, outputs,
+                         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     for (size_t i = 0; i < layer.outputs.size(); ++i)
       if (!layer.outputs[i].empty()) values[layer.outputs[i]] = std::move(outputs[i]);
     for (auto it = values.begin(); it != values.end();) {

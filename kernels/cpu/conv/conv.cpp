@@ -96,35 +96,26 @@ void fillWithBias(int64_t batch, int64_t channels, int64_t planeSize, const T* b
 bool isDepthwise(const ConvShape& s) { return s.group > 1 && s.group == s.inChannels; }
 
 // One output plane of a depthwise convolution: direct loops, the innermost one along W with the
-// bounds hoisted out so it vectorises.
+// bounds hoisted out (`taps`) so it vectorises.
 template <class T>
-void depthwisePlane(const SpatialWindow& w, const T* image, const T* filter, T* out) {
-  std::vector<int64_t> begins(size_t(w.kernel[2])), ends(size_t(w.kernel[2]));
-  for (int64_t kw = 0; kw < w.kernel[2]; ++kw) validOutputRange(w, kw, begins[size_t(kw)], ends[size_t(kw)]);
+void depthwisePlane(const SpatialWindow& w, const std::vector<WidthTap>& taps, const T* image, const T* filter, T* out) {
   const int64_t s = w.stride[2];
   for (int64_t od = 0; od < w.out[0]; ++od) {
     for (int64_t oh = 0; oh < w.out[1]; ++oh) {
       T* dst = out + (od * w.out[1] + oh) * w.out[2];
-      for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
-        int64_t id = w.inputCoord(0, od, kd);
-        if (id < 0 || id >= w.in[0]) continue;
-        for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
-          int64_t ih = w.inputCoord(1, oh, kh);
-          if (ih < 0 || ih >= w.in[1]) continue;
-          const T* plane = image + (id * w.in[1] + ih) * w.in[2];
-          const T* taps = filter + (kd * w.kernel[1] + kh) * w.kernel[2];
-          for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-            const T tap = taps[kw];
-            const int64_t offset = kw * w.dilation[2] - w.padBegin[2];
-            const int64_t begin = begins[size_t(kw)], end = ends[size_t(kw)];
-            if (s == 1) {
-              for (int64_t o = begin; o < end; ++o) dst[o] += tap * plane[o + offset];
-            } else {
-              for (int64_t o = begin; o < end; ++o) dst[o] += tap * plane[o * s + offset];
-            }
+      forEachInImageRow(w, od, oh, [&](int64_t kd, int64_t kh, int64_t inputRow) {
+        const T* line = image + inputRow;
+        const T* weights = filter + (kd * w.kernel[1] + kh) * w.kernel[2];
+        for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
+          const T weight = weights[kw];
+          const WidthTap& t = taps[size_t(kw)];
+          if (s == 1) {
+            for (int64_t o = t.begin; o < t.end; ++o) dst[o] += weight * line[o + t.offset];
+          } else {
+            for (int64_t o = t.begin; o < t.end; ++o) dst[o] += weight * line[o * s + t.offset];
           }
         }
-      }
+      });
     }
   }
 }
@@ -132,13 +123,14 @@ void depthwisePlane(const SpatialWindow& w, const T* image, const T* filter, T* 
 template <class T>
 void depthwise(const ConvShape& s, const T* x, const T* w, T* y) {
   const SpatialWindow& win = s.window;
+  const std::vector<WidthTap> taps = widthTaps(win);
   const int64_t multiplier = s.outChannels / s.group;
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, win.outSize() * win.kernelSize()));
   parallelFor(s.batch * s.outChannels, grain, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       int64_t n = p / s.outChannels, m = p % s.outChannels;
       const T* image = x + (n * s.inChannels + m / multiplier) * win.inSize();
-      depthwisePlane(win, image, w + m * win.kernelSize(), y + p * win.outSize());
+      depthwisePlane(win, taps, image, w + m * win.kernelSize(), y + p * win.outSize());
     }
   });
 }
@@ -236,12 +228,7 @@ ConvAlgorithm resolve(ConvAlgorithm a, const ConvShape& s) {
 void gemmConvolutionWithEpilogue(const ConvShape& s, const float* x, const float* w, const float* bias,
                                  const Epilogue& epilogue, float* y, bool im2colNeeded, float* columns) {
   const int64_t outSize = s.window.outSize();
-  Epilogue withBias = epilogue;
-  if (bias) {
-    withBias.bias = bias;
-    withBias.biasLength = s.outChannels;
-    withBias.biasInner = outSize;
-  }
+  const Epilogue withBias = withChannelBias(epilogue, bias, s.outChannels, outSize);
   SingleThreadedBlas blasGuard;
   if (withBias.isIdentity()) return gemmConvolution(s, x, w, y, 0.0f, im2colNeeded, columns);
   gemmConvolution(s, x, w, y, 0.0f, im2colNeeded, columns, [&](int64_t first, int64_t rows, int64_t columnCount) {

@@ -3,7 +3,7 @@
 // pointwise convolutions, direct loops for depthwise ones); integer convolutions accumulate in int32.
 // float32 convolutions can also run one named algorithm (the CPU backend's conv tactics) with
 // caller-provided scratch memory.
-#include "spatial_window.h"
+#include "../common/spatial_window.h"
 
 #include "../fused/epilogue.h"
 

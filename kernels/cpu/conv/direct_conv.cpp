@@ -139,12 +139,7 @@ void directConvolution(const ConvShape& s, const float* x, const float* packedWe
       rowOffsets.push_back((kd * win.dilation[0] * extent[1] + kh * win.dilation[1]) * extent[2]);
   const BlockInputs inputs{cPerGroup, planeSize, taps, rowOffsets.data(), int64_t(rowOffsets.size()),
                            win.kernel[2], win.stride[2], win.dilation[2]};
-  Epilogue withBias = epilogue;
-  if (bias) {
-    withBias.bias = bias;
-    withBias.biasLength = s.outChannels;
-    withBias.biasInner = outSize;
-  }
+  const Epilogue withBias = withChannelBias(epilogue, bias, s.outChannels, outSize);
   // Tasks: (group, channel block, output row); neighbours share a weight block.
   const int64_t rowsPerImage = win.out[0] * win.out[1];
   const int64_t tasks = s.group * blocks * rowsPerImage;

@@ -27,7 +27,7 @@ void forEachColumnRow(const SpatialWindow& w, int64_t channels, int64_t imageStr
         for (int64_t oh = 0; oh < w.out[1]; ++oh, outRow += w.out[2]) {
           int64_t ih = w.inputCoord(1, oh, kh);
           bool inside = id >= 0 && id < w.in[0] && ih >= 0 && ih < w.in[1];
-          int64_t planeOffset = c * imageStride + (id * w.in[1] + ih) * w.in[2];
+          int64_t planeOffset = c * imageStride + w.inputRow(id, ih);
           fn(row, inside ? planeOffset : -1, kw, outRow);
         }
       }
@@ -40,23 +40,22 @@ void forEachColumnRow(const SpatialWindow& w, int64_t channels, int64_t imageStr
 template <class T>
 void im2col(const SpatialWindow& w, int64_t channels, const T* image, T* columns) {
   const int64_t outSize = w.outSize(), ow = w.out[2], s = w.stride[2];
+  const std::vector<WidthTap> taps = widthTaps(w);
   forEachColumnRow(w, channels, w.inSize(), [&](int64_t row, int64_t imageRow, int64_t kw, int64_t outRow) {
     T* dst = columns + row * outSize + outRow;
     if (imageRow < 0) {
       std::fill(dst, dst + ow, T{});
       return;
     }
-    int64_t begin, end;
-    validOutputRange(w, kw, begin, end);
+    const WidthTap& t = taps[size_t(kw)];
     const T* plane = image + imageRow;
-    const int64_t offset = kw * w.dilation[2] - w.padBegin[2];  // tap of output o: plane[o * s + offset]
-    std::fill(dst, dst + begin, T{});
+    std::fill(dst, dst + t.begin, T{});
     if (s == 1) {
-      if (end > begin) std::memcpy(dst + begin, plane + begin + offset, size_t(end - begin) * sizeof(T));
+      if (t.end > t.begin) std::memcpy(dst + t.begin, plane + t.begin + t.offset, size_t(t.end - t.begin) * sizeof(T));
     } else {
-      for (int64_t o = begin; o < end; ++o) dst[o] = plane[o * s + offset];
+      for (int64_t o = t.begin; o < t.end; ++o) dst[o] = plane[o * s + t.offset];
     }
-    std::fill(dst + end, dst + ow, T{});
+    std::fill(dst + t.end, dst + ow, T{});
   });
 }
 
@@ -64,28 +63,20 @@ template <class T>
 void col2imAdd(const SpatialWindow& w, int64_t channels, const T* columns, T* image) {
   const int64_t outSize = w.outSize(), s = w.stride[2];
   const int64_t kernelSize = w.kernelSize(), imageStride = w.inSize();
-  // Rows of different kernel taps add into the same pixels, so split the work by channel.
+  const std::vector<WidthTap> taps = widthTaps(w);
+  // Rows of different kernel taps add into the same pixels, so split the work by channel. Tap by
+  // tap, so each row of the column matrix is read in order.
   parallelFor(channels, 1, [&](int64_t cBegin, int64_t cEnd) {
     for (int64_t c = cBegin; c < cEnd; ++c) {
       for (int64_t tap = 0; tap < kernelSize; ++tap) {
-        int64_t kw = tap % w.kernel[2];
-        int64_t kh = tap / w.kernel[2] % w.kernel[1];
-        int64_t kd = tap / (w.kernel[2] * w.kernel[1]);
-        int64_t begin, end;
-        validOutputRange(w, kw, begin, end);
+        const int64_t kw = tap % w.kernel[2], kh = tap / w.kernel[2] % w.kernel[1], kd = tap / (w.kernel[2] * w.kernel[1]);
+        const WidthTap& t = taps[size_t(kw)];
         const T* src = columns + (c * kernelSize + tap) * outSize;
-        for (int64_t od = 0; od < w.out[0]; ++od) {
-          int64_t id = w.inputCoord(0, od, kd);
-          if (id < 0 || id >= w.in[0]) continue;
-          for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-            int64_t ih = w.inputCoord(1, oh, kh);
-            if (ih < 0 || ih >= w.in[1]) continue;
-            T* plane = image + c * imageStride + (id * w.in[1] + ih) * w.in[2];
-            const int64_t offset = kw * w.dilation[2] - w.padBegin[2];
-            const T* row = src + (od * w.out[1] + oh) * w.out[2];
-            for (int64_t o = begin; o < end; ++o) plane[o * s + offset] += row[o];
-          }
-        }
+        forEachOutputRowInImage(w, kd, kh, [&](int64_t od, int64_t oh, int64_t inputRow) {
+          T* line = image + c * imageStride + inputRow;
+          const T* row = src + (od * w.out[1] + oh) * w.out[2];
+          for (int64_t o = t.begin; o < t.end; ++o) line[o * s + t.offset] += row[o];
+        });
       }
     }
   });

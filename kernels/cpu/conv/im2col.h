@@ -2,7 +2,7 @@
 // im2col / col2im over a 3-D spatial window (see spatial_window.h).
 // The column matrix has one row per (channel, kd, kh, kw) and one column per output position, so a
 // convolution becomes weights[M, C*K] x columns[C*K, outSize].
-#include "spatial_window.h"
+#include "../common/spatial_window.h"
 
 namespace kiln::kernels {
 

@@ -21,6 +21,17 @@ struct Epilogue {
   bool isIdentity() const { return activation == Activation::kNone && !bias && !residual; }
 };
 
+// `epilogue` with a per-channel bias added (none when null), for an output of `channels` planes of
+// `planeSize` elements each (a convolution's bias).
+inline Epilogue withChannelBias(Epilogue epilogue, const float* bias, int64_t channels, int64_t planeSize) {
+  if (bias) {
+    epilogue.bias = bias;
+    epilogue.biasLength = channels;
+    epilogue.biasInner = planeSize;
+  }
+  return epilogue;
+}
+
 // The whole output, data[0, count), on the thread pool.
 void applyEpilogue(float* data, int64_t count, const Epilogue& epilogue);
 

@@ -29,23 +29,6 @@ void forEachOutput(const SpatialWindow& w, int64_t planes, Fn&& fn) {
   });
 }
 
-// Calls visit(d, h, w) for the in-image taps of one output position.
-template <class Fn>
-inline void forEachTap(const SpatialWindow& w, int64_t od, int64_t oh, int64_t ow, Fn&& visit) {
-  for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
-    int64_t d = w.inputCoord(0, od, kd);
-    if (d < 0 || d >= w.in[0]) continue;
-    for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
-      int64_t h = w.inputCoord(1, oh, kh);
-      if (h < 0 || h >= w.in[1]) continue;
-      for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-        int64_t x = w.inputCoord(2, ow, kw);
-        if (x >= 0 && x < w.in[2]) visit(d, h, x);
-      }
-    }
-  }
-}
-
 // Taps of output position `o` on axis `a` that fall inside the image, or (countPadding) inside the
 // padded extent [-padBegin, in + padEnd): the window is separable, so an output's tap count is the
 // product of its per-axis counts.
@@ -65,8 +48,7 @@ std::vector<int64_t> tapCounts(const SpatialWindow& w, int a, bool countPadding)
 // has no bounds checks. finish(plane, od, oh, row) then writes the row out.
 template <class T, class Combine, class Finish>
 void poolRows(const SpatialWindow& w, int64_t planes, const T* x, Acc<T> init, Combine combine, Finish finish) {
-  std::vector<int64_t> begins(size_t(w.kernel[2])), ends(size_t(w.kernel[2]));
-  for (int64_t kw = 0; kw < w.kernel[2]; ++kw) validOutputRange(w, kw, begins[size_t(kw)], ends[size_t(kw)]);
+  const std::vector<WidthTap> taps = widthTaps(w);
   const int64_t s = w.stride[2], inSize = w.inSize();
   parallelFor(planes, planeGrain(w.outSize() * w.kernelSize()), [&](int64_t begin, int64_t end) {
     std::vector<Acc<T>> row(size_t(w.out[2]));
@@ -75,20 +57,11 @@ void poolRows(const SpatialWindow& w, int64_t planes, const T* x, Acc<T> init, C
       for (int64_t od = 0; od < w.out[0]; ++od) {
         for (int64_t oh = 0; oh < w.out[1]; ++oh) {
           std::fill(row.begin(), row.end(), init);
-          for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
-            int64_t id = w.inputCoord(0, od, kd);
-            if (id < 0 || id >= w.in[0]) continue;
-            for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
-              int64_t ih = w.inputCoord(1, oh, kh);
-              if (ih < 0 || ih >= w.in[1]) continue;
-              const T* line = plane + (id * w.in[1] + ih) * w.in[2];
-              for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-                const int64_t offset = kw * w.dilation[2] - w.padBegin[2];
-                for (int64_t o = begins[size_t(kw)]; o < ends[size_t(kw)]; ++o)
-                  row[size_t(o)] = combine(row[size_t(o)], Acc<T>(line[o * s + offset]));
-              }
-            }
-          }
+          forEachInImageRow(w, od, oh, [&](int64_t, int64_t, int64_t inputRow) {
+            const T* line = plane + inputRow;
+            for (const WidthTap& t : taps)
+              for (int64_t o = t.begin; o < t.end; ++o) row[size_t(o)] = combine(row[size_t(o)], Acc<T>(line[o * s + t.offset]));
+          });
           finish(p, od, oh, row.data());
         }
       }
@@ -100,19 +73,24 @@ void poolRows(const SpatialWindow& w, int64_t planes, const T* x, Acc<T> init, C
 template <class T>
 void maxPoolWithIndices(const SpatialWindow& w, int64_t planes, const T* x, T* y, int64_t* indices,
                         bool columnMajorIndices) {
-  const int64_t inSize = w.inSize(), outSize = w.outSize();
+  const std::vector<WidthTap> taps = widthTaps(w);
+  const int64_t inSize = w.inSize(), outSize = w.outSize(), s = w.stride[2];
   forEachOutput(w, planes, [&](int64_t p, int64_t od, int64_t oh, int64_t ow, int64_t o) {
     const T* plane = x + p * inSize;
     Acc<T> best = std::numeric_limits<Acc<T>>::lowest();
-    int64_t bestD = 0, bestH = 0, bestW = 0;
+    int64_t bestAt = 0;  // row-major offset within the plane
     bool found = false;
-    forEachTap(w, od, oh, ow, [&](int64_t d, int64_t h, int64_t iw) {
-      Acc<T> v = Acc<T>(plane[(d * w.in[1] + h) * w.in[2] + iw]);
-      if (!found || v > best) best = v, bestD = d, bestH = h, bestW = iw, found = true;
+    forEachInImageRow(w, od, oh, [&](int64_t, int64_t, int64_t inputRow) {
+      for (const WidthTap& t : taps) {
+        if (ow < t.begin || ow >= t.end) continue;
+        const int64_t at = inputRow + ow * s + t.offset;
+        const Acc<T> v = Acc<T>(plane[at]);
+        if (!found || v > best) best = v, bestAt = at, found = true;
+      }
     });
     y[p * outSize + o] = T(best);
-    int64_t local = columnMajorIndices ? bestD + (bestH + bestW * w.in[1]) * w.in[0]
-                                       : (bestD * w.in[1] + bestH) * w.in[2] + bestW;
+    const int64_t bestW = bestAt % w.in[2], bestH = bestAt / w.in[2] % w.in[1], bestD = bestAt / w.in[2] / w.in[1];
+    const int64_t local = columnMajorIndices ? bestD + (bestH + bestW * w.in[1]) * w.in[0] : bestAt;
     indices[p * outSize + o] = p * inSize + local;
   });
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Pooling over NC(D)HW tensors, one (n, c) plane at a time. T is float, double, int8 or uint8
 // (float16 / bfloat16 are widened to float by the caller).
-#include "../conv/spatial_window.h"
+#include "../common/spatial_window.h"
 
 #include <cstdint>
 

@@ -2,6 +2,7 @@
 // bf16 between layers (computing in fp32 inside a layer), and has no INT8/FP8 kernels yet. Ops
 // with several implementations offer them as tactics; the others have one, named after the op.
 #include "../../runtime/layer_runner.h"
+#include "../../runtime/subgraph_cache.h"
 #include "../backend.h"
 #include "cpu_device.h"
 #include "cpu_kernel.h"
@@ -44,7 +45,7 @@ class CpuStep : public Step {
 
   std::vector<Value> enqueue(const StepIO& io, Stream&) const override {
     return runLayerOnCpu(layer_, io.inputs, kernel_, io.subgraphs, io.outputs, io.scopeTypes, io.workspace,
-                         io.workspaceBytes);
+                         io.workspaceBytes, &inferenceCache_);
   }
 
  private:
@@ -52,6 +53,8 @@ class CpuStep : public Step {
   Tactic tactic_;
   CpuKernelFn kernel_;
   const CpuTactic* source_;
+  // The layer's inferred output types when it has subgraphs (shared by the engine's contexts).
+  mutable SubgraphInferenceCache inferenceCache_;
 };
 
 class CpuBackend : public Backend {

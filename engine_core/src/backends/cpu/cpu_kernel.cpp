@@ -3,6 +3,8 @@
 #include "../../ops/op_families.h"
 #include "dispatch.h"
 
+#include <cstring>
+
 namespace kiln {
 
 namespace detail {
@@ -51,6 +53,18 @@ HostTensor& KernelContext::allocateOutput(size_t i, DataType dtype, std::vector<
   }
   outputs_.at(i) = Value(HostTensor(dtype, std::move(dims)));
   return outputs_[i].tensor;
+}
+
+HostTensor& KernelContext::allocateZeroedOutput(size_t i) {
+  HostTensor& t = allocateOutput(i);
+  if (t.dtype() != DataType::kString) std::memset(t.rawData(), 0, t.byteSize());
+  return t;
+}
+
+HostTensor& KernelContext::allocateZeroedOutput(size_t i, DataType dtype, std::vector<int64_t> dims) {
+  HostTensor& t = allocateOutput(i, dtype, std::move(dims));
+  if (t.dtype() != DataType::kString) std::memset(t.rawData(), 0, t.byteSize());
+  return t;
 }
 
 void KernelContext::setOutput(size_t i, HostTensor tensor) { outputs_.at(i) = Value(std::move(tensor)); }

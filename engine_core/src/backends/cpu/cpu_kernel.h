@@ -37,6 +37,11 @@ class KernelContext {
   // Allocates output i with the inferred dtype and (fully known) shape.
   HostTensor& allocateOutput(size_t i);
   HostTensor& allocateOutput(size_t i, DataType dtype, std::vector<int64_t> dims);
+  // The same, all zeros. Outputs from the engine's arena hold whatever was there before, so a
+  // kernel that writes only some elements (scatters, sparse fills, accumulations) takes this one;
+  // every other kernel must write all of its output.
+  HostTensor& allocateZeroedOutput(size_t i);
+  HostTensor& allocateZeroedOutput(size_t i, DataType dtype, std::vector<int64_t> dims);
   void setOutput(size_t i, HostTensor tensor);  // e.g. a reshaped view of an input
   void setOutputValue(size_t i, Value value);
   // Where allocateOutput takes memory from (the engine's activation arena); returning an empty

@@ -73,7 +73,7 @@ void runMaxUnpool(KernelContext& ctx) {
   if (indices.dims() != x.dims())
     ctx.fail("input I has shape " + dimsToString(indices.dims()) + " but X has " + dimsToString(x.dims()) +
              "; they must match (I is MaxPool's Indices output)");
-  HostTensor& y = ctx.allocateOutput(0);
+  HostTensor& y = ctx.allocateZeroedOutput(0);
   const WindowAttributes attrs = readWindowAttributes(ctx.layer(), x.rank() - 2);
   std::vector<int64_t> pooledFrom = {x.dim(0), x.dim(1)};
   for (size_t i = 0; i + 2 < x.rank(); ++i) pooledFrom.push_back(maxUnpoolOutputSize(attrs, i, x.dim(i + 2)));

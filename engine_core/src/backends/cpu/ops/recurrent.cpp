@@ -22,12 +22,13 @@ const float* asFloat32(const HostTensor& t, std::vector<float>& storage) {
   return storage.data();
 }
 
-// An output computed in float32: written in place when the output is float32, else converted at the end.
+// An output computed in float32: written in place when the output is float32, else converted at the
+// end. Starts as zeros: steps past a batch entry's sequence length are never written.
 class FloatOutput {
  public:
   FloatOutput(KernelContext& ctx, size_t index, DataType dtype, std::vector<int64_t> dims) {
     if (!ctx.hasOutput(index)) return;
-    tensor_ = &ctx.allocateOutput(index, dtype, std::move(dims));
+    tensor_ = &ctx.allocateZeroedOutput(index, dtype, std::move(dims));
     if (dtype == DataType::kFloat32) data_ = tensor_->data<float>();
     else {
       buffer_.assign(size_t(tensor_->elementCount()), 0.0f);

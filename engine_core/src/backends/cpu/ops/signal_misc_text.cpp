@@ -37,7 +37,7 @@ void tfIdfVectorizerKernel(KernelContext& ctx) {
   }
   const kernels::NgramCounter counter(a.grams, a.slots, a.minLength, a.maxLength, a.maxSkip);
   std::vector<int64_t> dims = x.rank() == 2 ? std::vector<int64_t>{rows, a.outputSize} : std::vector<int64_t>{a.outputSize};
-  HostTensor& out = ctx.allocateOutput(0, DataType::kFloat32, dims);
+  HostTensor& out = ctx.allocateZeroedOutput(0, DataType::kFloat32, dims);  // counts add up from zero
   float* y = out.data<float>();
   kernels::parallelFor(rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {

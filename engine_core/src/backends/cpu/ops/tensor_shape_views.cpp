@@ -40,8 +40,11 @@ void dropoutKernel(KernelContext& ctx) {
 }
 
 void constantOfShapeKernel(KernelContext& ctx) {
+  if (!ctx.layer().hasAttr("value")) {  // float zeros
+    ctx.allocateZeroedOutput(0);
+    return;
+  }
   HostTensor& out = ctx.allocateOutput(0);
-  if (!ctx.layer().hasAttr("value")) return;  // float zeros
   const HostTensor& value = ctx.layer().attrTensor("value");
   dispatchStorage(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -65,7 +68,7 @@ void rangeKernel(KernelContext& ctx) {
 }
 
 void eyeLikeKernel(KernelContext& ctx) {
-  HostTensor& out = ctx.allocateOutput(0);
+  HostTensor& out = ctx.allocateZeroedOutput(0);
   int64_t rows = out.dim(0), cols = out.dim(1), k = ctx.layer().attrInt("k", 0);
   auto fillDiagonal = [&](auto one) {
     using T = decltype(one);
