@@ -160,3 +160,37 @@ TEST_F(IfInference, AFailedInferenceIsNotRemembered) {
 }
 
 }  // namespace
+
+namespace {
+
+// An initializer of the main graph that only an If branch reads must survive the builder's passes
+// (dead-code elimination once dropped it, and the engine failed with "no value").
+TEST(SubgraphCache, InitializerReadOnlyInsideABranchSurvivesTheBuild) {
+  ModelBuilder then(17), otherwise(17);
+  then.node("Mul", {"x", "scale"}, {"scaled"});
+  then.output("scaled", kFloat);
+  otherwise.node("Sub", {"x", "scale"}, {"shifted"});
+  otherwise.output("shifted", kFloat);
+  ModelBuilder mb(17);
+  mb.input("flag", kBool, {}).input("x", kFloat, {4});
+  mb.initializer("scale", randomFloats({4}, 11));
+  auto& choice = mb.node("If", {"flag"}, {"y"});
+  ModelBuilder::setGraph(choice, "then_branch", then);
+  ModelBuilder::setGraph(choice, "else_branch", otherwise);
+  mb.output("y");
+
+  auto network = OnnxImporter().importBytes(mb.bytes());
+  ReferenceExecutor reference(OnnxImporter().importBytes(mb.bytes()));
+  BuilderConfig config;
+  config.optimizationLevel = 3;
+  auto engine = Runtime().load(Builder().build(*network, config).plan);
+  auto context = engine->createExecutionContext();
+  for (bool flag : {true, false}) {
+    HostTensor x = randomFloats({4}, flag ? 1 : 2);
+    HostTensor got = context->run({{"flag", HostTensor::scalar<bool>(flag)}, {"x", x}}).at("y");
+    ValueMap feeds{{"flag", Value(HostTensor::scalar<bool>(flag))}, {"x", Value(x)}};
+    EXPECT_EQ(got.toDoubleVector(), reference.run(feeds).at("y").tensor.toDoubleVector()) << flag;
+  }
+}
+
+}  // namespace

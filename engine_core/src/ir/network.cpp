@@ -107,6 +107,25 @@ void Network::validate(const std::vector<std::string>& outerScope) const {
   (void)topologicalOrder();  // throws on cycles
 }
 
+namespace {
+
+// The names `layer`'s subgraph attributes (If/Loop/Scan bodies) read from enclosing scopes.
+std::vector<std::string> subgraphOuterReads(const Layer& layer) {
+  std::vector<std::string> reads;
+  auto add = [&](const Attribute::Graph& g) {
+    if (g)
+      for (auto& ref : g->outerScopeReferences()) reads.push_back(std::move(ref));
+  };
+  for (const auto& [key, attr] : layer.attributes) {
+    if (auto g = attr.get<Attribute::Graph>()) add(*g);
+    if (auto gs = attr.get<std::vector<Attribute::Graph>>())
+      for (auto& g : *gs) add(g);
+  }
+  return reads;
+}
+
+}  // namespace
+
 std::vector<size_t> Network::topologicalOrder() const {
   std::unordered_map<std::string, size_t> producer;
   for (size_t i = 0; i < layers_.size(); ++i)
@@ -115,15 +134,7 @@ std::vector<size_t> Network::topologicalOrder() const {
   // Subgraph bodies read outer tensors implicitly; those reads are dependencies too.
   auto dependencies = [&](const Layer& layer) {
     std::vector<std::string> deps = layer.inputs;
-    for (const auto& [key, attr] : layer.attributes) {
-      auto addRefs = [&](const Attribute::Graph& g) {
-        if (g)
-          for (auto& ref : g->outerScopeReferences()) deps.push_back(ref);
-      };
-      if (auto g = attr.get<Attribute::Graph>()) addRefs(*g);
-      if (auto gs = attr.get<std::vector<Attribute::Graph>>())
-        for (auto& g : *gs) addRefs(g);
-    }
+    for (auto& ref : subgraphOuterReads(layer)) deps.push_back(std::move(ref));
     return deps;
   };
   std::vector<int> indegree(layers_.size(), 0);
@@ -171,14 +182,7 @@ std::vector<std::string> Network::outerScopeReferences() const {
   };
   for (const Layer& l : layers_) {
     for (const auto& in : l.inputs) note(in);
-    for (const auto& [key, attr] : l.attributes) {
-      if (auto g = attr.get<Attribute::Graph>(); g && *g)
-        for (auto& r : (*g)->outerScopeReferences()) note(r);
-      if (auto gs = attr.get<std::vector<Attribute::Graph>>())
-        for (auto& g : *gs)
-          if (g)
-            for (auto& r : g->outerScopeReferences()) note(r);
-    }
+    for (const auto& r : subgraphOuterReads(l)) note(r);
   }
   for (const auto& o : outputs_) note(o);
   return refs;
@@ -235,6 +239,9 @@ void Network::removeUnusedTensors() {
     used.insert(l.inputs.begin(), l.inputs.end());
     used.insert(l.outputs.begin(), l.outputs.end());
   }
+  // Subgraph bodies read this graph's tensors (initializers too) by name.
+  for (const Layer& l : layers_)
+    for (auto& ref : subgraphOuterReads(l)) used.insert(std::move(ref));
   for (const auto& ref : outerScopeReferences()) used.insert(ref);
   std::vector<std::string> order;
   for (const auto& name : tensorOrder_) {
