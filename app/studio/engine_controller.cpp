@@ -56,7 +56,11 @@ void EngineController::start(Job job, std::function<std::any()> work, std::funct
   cancelRequested_ = false;
   watcher_ = std::make_unique<QFutureWatcher<Outcome>>();
   connect(watcher_.get(), &QFutureWatcherBase::finished, this, [this, job, deliver = std::move(deliver)] {
-    Outcome outcome = watcher_->result();
+    // A slot of the signals below may start the next job, which replaces watcher_: keep this one
+    // (and so this lambda) alive until its signal has returned.
+    QFutureWatcher<Outcome>* finished = watcher_.release();
+    finished->deleteLater();
+    Outcome outcome = finished->result();
     job_ = Job::kNone;
     if (outcome.cancelled || cancelRequested_) emit jobCancelled(job);
     else if (!outcome.error.isEmpty()) emit jobFailed(job, outcome.error);

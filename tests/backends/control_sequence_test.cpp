@@ -14,9 +14,7 @@ using kiln::test::randomFloats;
 
 namespace {
 
-constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
-constexpr int32_t kInt64 = onnx::TensorProto::INT64;
-constexpr int32_t kBool = onnx::TensorProto::BOOL;
+using namespace kiln::test::onnx_types;
 
 // A graph input or output declared as a sequence of float tensors.
 void declareFloatSequence(onnx::ValueInfoProto* value, const std::string& name) {

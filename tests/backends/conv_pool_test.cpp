@@ -19,7 +19,7 @@ using kiln::test::ModelBuilder;
 
 namespace {
 
-constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
+using namespace kiln::test::onnx_types;
 
 // 3-D view of 1-D/2-D/3-D spatial parameters: leading axes get size 1, kernel 1, stride 1, no pads.
 struct Window3 {

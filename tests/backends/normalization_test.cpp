@@ -15,7 +15,7 @@ using kiln::test::ModelBuilder;
 
 namespace {
 
-constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
+using namespace kiln::test::onnx_types;
 
 void expectClose(const HostTensor& actual, const std::vector<double>& expected, double tol, const std::string& what) {
   ASSERT_EQ(actual.elementCount(), int64_t(expected.size())) << what;

@@ -18,8 +18,7 @@ using kiln::test::randomFloats;
 
 namespace {
 
-constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
-constexpr int32_t kInt64 = onnx::TensorProto::INT64;
+using namespace kiln::test::onnx_types;
 
 ValueMap run(const ModelBuilder& mb, const ValueMap& inputs) {
   return ReferenceExecutor(OnnxImporter().importBytes(mb.bytes())).run(inputs);

@@ -23,7 +23,7 @@ using kiln::test::ModelBuilder;
 
 namespace {
 
-constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
+using namespace kiln::test::onnx_types;
 
 // x[1, 8, 14, 14] -> Conv 3x3 (pad 1) -> Relu -> Conv 1x1 -> y: a fused conv and a pointwise conv.
 std::shared_ptr<Network> twoConvNetwork() {

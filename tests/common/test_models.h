@@ -12,6 +12,14 @@
 
 namespace kiln::test {
 
+// Short names for the ONNX element types of models built in tests (`using namespace kiln::test::onnx_types;`).
+namespace onnx_types {
+inline constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
+inline constexpr int32_t kInt32 = onnx::TensorProto::INT32;
+inline constexpr int32_t kInt64 = onnx::TensorProto::INT64;
+inline constexpr int32_t kBool = onnx::TensorProto::BOOL;
+}  // namespace onnx_types
+
 class ModelBuilder {
  public:
   explicit ModelBuilder(int64_t opset = 17);

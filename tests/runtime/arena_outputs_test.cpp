@@ -23,9 +23,7 @@ using kiln::test::randomFloats;
 
 namespace {
 
-constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
-constexpr int32_t kInt64 = onnx::TensorProto::INT64;
-constexpr int32_t kInt32 = onnx::TensorProto::INT32;
+using namespace kiln::test::onnx_types;
 
 // Every op under test feeds a Neg, so its own output is an intermediate (planned in the arena)
 // rather than a graph output (which stays out of it).

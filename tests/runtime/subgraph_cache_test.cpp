@@ -17,9 +17,7 @@ using kiln::test::randomFloats;
 
 namespace {
 
-constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
-constexpr int32_t kInt64 = onnx::TensorProto::INT64;
-constexpr int32_t kBool = onnx::TensorProto::BOOL;
+using namespace kiln::test::onnx_types;
 
 // A Loop whose carried value grows by x each iteration (so its shape changes every time) and whose
 // body picks, through a nested If reading the grown value from outside its branches, 2 * grown

@@ -9,9 +9,7 @@
 namespace kiln::test {
 namespace {
 
-constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
-constexpr int32_t kInt64 = onnx::TensorProto::INT64;
-constexpr int32_t kBool = onnx::TensorProto::BOOL;
+using namespace kiln::test::onnx_types;
 constexpr int kHeadLayers = 15;  // top-level layers of head(); the If bodies add two more
 
 class SampleBuilder {
