@@ -245,14 +245,7 @@ TEST_F(Cli, MissingExternalDataFile) {
   ModelBuilder mb;
   mb.node("Identity", {"w"}, {"y"});
   mb.output("y");
-  auto* w = mb.model().mutable_graph()->add_initializer();
-  w->set_name("w");
-  w->set_data_type(onnx::TensorProto::FLOAT);
-  w->add_dims(4);
-  w->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* location = w->add_external_data();
-  location->set_key("location");
-  location->set_value("weights.bin");
+  mb.externalInitializer("w", onnx::TensorProto::FLOAT, {4}, {{"location", "weights.bin"}});
   expectFailure({"run", save("ext.onnx", mb), "--output-dir", outDir()}, 1, {path("weights.bin")});
   expectFailure({"inspect", path("ext.onnx")}, 1, {path("weights.bin")});
 }

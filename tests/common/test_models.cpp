@@ -59,6 +59,23 @@ ModelBuilder& ModelBuilder::initializer(const std::string& name, const HostTenso
   return *this;
 }
 
+ModelBuilder& ModelBuilder::externalInitializer(const std::string& name, int32_t onnxType,
+                                                const std::vector<int64_t>& dims,
+                                                const std::vector<std::pair<std::string, std::string>>& externalData) {
+  auto* tensor = model_.mutable_graph()->add_initializer();
+  tensor->set_name(name);
+  tensor->set_data_type(onnxType);
+  for (int64_t d : dims) tensor->add_dims(d);
+  tensor->set_data_location(onnx::TensorProto::EXTERNAL);
+  for (const auto& [key, value] : externalData) {
+    if (value.empty()) continue;
+    auto* entry = tensor->add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+  return *this;
+}
+
 onnx::NodeProto& ModelBuilder::node(const std::string& opType, std::vector<std::string> inputs,
                                     std::vector<std::string> outputs, const std::string& name) {
   auto* n = model_.mutable_graph()->add_node();

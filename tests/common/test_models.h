@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::test {
@@ -29,6 +30,10 @@ class ModelBuilder {
   ModelBuilder& output(const std::string& name, int32_t onnxType = 0, std::vector<int64_t> dims = {},
                        bool withShape = false);
   ModelBuilder& initializer(const std::string& name, const HostTensor& value);
+  // An initializer whose bytes live in an external file: `externalData` holds the key/value entries
+  // (location, offset, length) in order; entries with an empty value are left out.
+  ModelBuilder& externalInitializer(const std::string& name, int32_t onnxType, const std::vector<int64_t>& dims,
+                                    const std::vector<std::pair<std::string, std::string>>& externalData);
   onnx::NodeProto& node(const std::string& opType, std::vector<std::string> inputs, std::vector<std::string> outputs,
                         const std::string& name = "");
   onnx::ModelProto& model() { return model_; }

@@ -45,19 +45,8 @@ struct Placement {
 };
 
 void addExternalInitializer(ModelBuilder& mb, const Placement& p) {
-  auto* init = mb.model().mutable_graph()->add_initializer();
-  init->set_name(p.name);
-  init->set_data_type(p.onnxType);
-  for (int64_t d : p.dims) init->add_dims(d);
-  init->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto add = [&](const char* key, const std::string& value) {
-    auto* entry = init->add_external_data();
-    entry->set_key(key);
-    entry->set_value(value);
-  };
-  add("location", "weights.bin");
-  add("offset", p.offset);
-  if (p.length) add("length", *p.length);
+  mb.externalInitializer(p.name, p.onnxType, p.dims,
+                         {{"location", "weights.bin"}, {"offset", p.offset}, {"length", p.length.value_or("")}});
 }
 
 std::string errnoText() { return std::strerror(errno); }

@@ -57,20 +57,8 @@ class ExternalData : public ::testing::Test {
     mb.input("x", onnx::TensorProto::FLOAT, {4});
     mb.node("Identity", {"w"}, {"y"});
     mb.output("y");
-    auto* w = mb.model().mutable_graph()->add_initializer();
-    w->set_name("w");
-    w->set_data_type(onnx::TensorProto::FLOAT);
-    w->add_dims(4);
-    w->set_data_location(onnx::TensorProto::EXTERNAL);
-    auto add = [&](const char* key, const std::string& value) {
-      if (value.empty()) return;
-      auto* entry = w->add_external_data();
-      entry->set_key(key);
-      entry->set_value(value);
-    };
-    add("location", location);
-    add("offset", offset);
-    add("length", length);
+    mb.externalInitializer("w", onnx::TensorProto::FLOAT, {4},
+                           {{"location", location}, {"offset", offset}, {"length", length}});
     std::string path = (dir_ / "model.onnx").string();
     std::ofstream(path, std::ios::binary) << mb.bytes();
     return path;

@@ -10,6 +10,20 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+namespace {
+
+// Starts kiln-studio offscreen with `arguments`, with a private settings folder under `configRoot`
+// (the tests must not read or change the user's window state) when one is given.
+void startStudio(QProcess& studio, const QStringList& arguments, const QString& configRoot = {}) {
+  QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+  environment.insert("QT_QPA_PLATFORM", "offscreen");
+  if (!configRoot.isEmpty()) environment.insert("XDG_CONFIG_HOME", configRoot);
+  studio.setProcessEnvironment(environment);
+  studio.start(KILN_STUDIO_EXECUTABLE, arguments);
+}
+
+}  // namespace
+
 class ScreenshotTest : public QObject {
   Q_OBJECT
  private slots:
@@ -25,12 +39,7 @@ class ScreenshotTest : public QObject {
     const QString picture = QDir(QCoreApplication::applicationDirPath()).filePath("studio_screenshot.png");
     QFile::remove(picture);
     QProcess studio;
-    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-    environment.insert("QT_QPA_PLATFORM", "offscreen");
-    // A private settings folder: the test must not read or change the user's window state.
-    environment.insert("XDG_CONFIG_HOME", dir.filePath("config"));
-    studio.setProcessEnvironment(environment);
-    studio.start(KILN_STUDIO_EXECUTABLE, {"--screenshot", picture, model});
+    startStudio(studio, {"--screenshot", picture, model}, dir.filePath("config"));
     QVERIFY(studio.waitForFinished(180'000));
     QVERIFY2(studio.exitStatus() == QProcess::NormalExit && studio.exitCode() == 0,
              studio.readAllStandardError().constData());
@@ -59,11 +68,8 @@ class ScreenshotTest : public QObject {
     const QString picture = QDir(QCoreApplication::applicationDirPath()).filePath("studio_timings.png");
     QFile::remove(picture);
     QProcess studio;
-    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-    environment.insert("QT_QPA_PLATFORM", "offscreen");
-    environment.insert("XDG_CONFIG_HOME", dir.filePath("config"));
-    studio.setProcessEnvironment(environment);
-    studio.start(KILN_STUDIO_EXECUTABLE, {"--screenshot", picture, KILN_SAMPLE_MODEL, "--build", "fp16", "--panel", "timing"});
+    startStudio(studio, {"--screenshot", picture, KILN_SAMPLE_MODEL, "--build", "fp16", "--panel", "timing"},
+                dir.filePath("config"));
     QVERIFY(studio.waitForFinished(280'000));
     QVERIFY2(studio.exitStatus() == QProcess::NormalExit && studio.exitCode() == 0,
              studio.readAllStandardError().constData());
@@ -73,10 +79,7 @@ class ScreenshotTest : public QObject {
 
   void missingModelFailsWithMessage() {
     QProcess studio;
-    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-    environment.insert("QT_QPA_PLATFORM", "offscreen");
-    studio.setProcessEnvironment(environment);
-    studio.start(KILN_STUDIO_EXECUTABLE, {"--screenshot", "/tmp/unused.png", "/nonexistent/model.onnx"});
+    startStudio(studio, {"--screenshot", "/tmp/unused.png", "/nonexistent/model.onnx"});
     QVERIFY(studio.waitForFinished(60'000));
     QVERIFY(studio.exitCode() != 0);
     QVERIFY(studio.readAllStandardError().contains("does not exist"));
