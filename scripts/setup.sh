@@ -6,11 +6,11 @@ set -euo pipefail
 packages=(
   # toolchain
   g++ cmake ninja-build ccache pkg-config git
-  # engine: ONNX (protobuf), ONNX's node tests, CPU math, plan files, CLI, JSON
-  libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev libopenblas-dev
+  # engine: ONNX (protobuf), ONNX's node tests, CPU math (OpenBLAS, oneDNN), plan files, CLI, JSON
+  libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev libopenblas-dev libdnnl-dev
   libflatbuffers-dev flatbuffers-compiler libcli11-dev nlohmann-json3-dev
-  # tests and fuzzing
-  libgtest-dev libgmock-dev clang libclang-rt-14-dev
+  # tests and fuzzing (libomp-dev: OpenMP for clang, which configures the fuzz preset)
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev libomp-dev
   # Kiln Studio: Qt 6 widgets, charts, SVG; Graphviz for graph layout; fonts for rendering
   qt6-base-dev qt6-charts-dev qt6-svg-dev libgraphviz-dev fonts-dejavu-core
   # packaging checks (desktop file, AppStream metadata)

@@ -148,7 +148,7 @@ TEST_P(ConvTactics, EveryTacticMatchesTheDefinition) {
   }
 }
 
-const std::set<std::string> kGeneral = {"cpu.conv.im2col_gemm", "cpu.conv.direct"};
+const std::set<std::string> kGeneral = {"cpu.conv.im2col_gemm", "cpu.conv.direct", "cpu.conv.onednn"};
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ConvTactics,
@@ -160,10 +160,14 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"wideUnpadded", 1, 6, 40, 1, {8, 15}, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, kGeneral},
         ConvCase{"stem7x7", 1, 3, 16, 1, {30, 30}, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, kGeneral},
         ConvCase{"grouped", 2, 6, 24, 3, {7, 6}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, kGeneral},
-        ConvCase{"depthwise", 2, 8, 8, 8, {9, 8}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, {"cpu.conv.depthwise"}},
-        ConvCase{"depthwiseStrided", 1, 4, 8, 4, {11, 10}, {5, 3}, {2, 2}, {2, 1, 1, 0}, {1, 2}, {"cpu.conv.depthwise"}},
+        ConvCase{"depthwise", 2, 8, 8, 8, {9, 8}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1},
+                 {"cpu.conv.depthwise", "cpu.conv.onednn"}},
+        ConvCase{"depthwiseStrided", 1, 4, 8, 4, {11, 10}, {5, 3}, {2, 2}, {2, 1, 1, 0}, {1, 2},
+                 {"cpu.conv.depthwise", "cpu.conv.onednn"}},
         ConvCase{"pointwise", 2, 16, 24, 1, {6, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1},
-                 {"cpu.conv.gemm_1x1", "cpu.conv.im2col_gemm", "cpu.conv.direct"}},
+                 {"cpu.conv.gemm_1x1", "cpu.conv.im2col_gemm", "cpu.conv.direct", "cpu.conv.onednn"}},
+        // Wide enough for oneDNN's blocked kernels (16-channel blocks, a partial last block).
+        ConvCase{"blocked", 2, 40, 72, 1, {14, 13}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, kGeneral},
         ConvCase{"pointwiseStrided", 1, 8, 16, 1, {9, 9}, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, kGeneral},
         ConvCase{"conv1d", 2, 3, 10, 1, {17}, {4}, {2}, {1, 2}, {2}, kGeneral},
         ConvCase{"conv3d", 1, 2, 8, 1, {5, 6, 7}, {3, 2, 3}, {1, 2, 1}, {1, 0, 1, 1, 1, 0}, {1, 1, 1}, kGeneral},
@@ -183,12 +187,56 @@ TEST(ConvTactics, ListsOnlyTacticsThatApply) {
                  {nullptr, &w, nullptr}};
   std::vector<std::string> ids;
   for (const auto& t : backend->tactics(layer, Precision::kFP32, in)) ids.push_back(t.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"cpu.conv.im2col_gemm", "cpu.conv.direct"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"cpu.conv.im2col_gemm", "cpu.conv.direct", "cpu.conv.onednn"}));
   // float64 convolutions have no tactics: the reference kernel is the only candidate.
   in.types = {DataType::kFloat64, DataType::kFloat64, DataType::kFloat64};
   auto fallback = backend->tactics(layer, Precision::kFP32, in);
   ASSERT_EQ(fallback.size(), 1u);
   EXPECT_EQ(fallback[0].id, "cpu.conv");
+}
+
+// Runs one tactic of a FusedConv layer on the given inputs.
+HostTensor runTactic(const Layer& layer, const std::string& tacticId, const std::vector<Value>& values) {
+  const auto backend = makeCpuBackend();
+  auto stream = backend->createStream();
+  std::vector<const Value*> inputs;
+  for (const Value& v : values) inputs.push_back(&v);
+  LayerWeights weights = {nullptr, &values[1].tensor, &values[2].tensor, nullptr};
+  auto step = backend->instantiate(layer, Tactic{tacticId}, weights);
+  StepIO io;
+  io.inputs = inputs;
+  auto outputs = step->enqueue(io, *stream);
+  stream->synchronize();
+  return outputs.at(0).tensor;
+}
+
+// oneDNN runs the epilogue as post-ops: every activation, before and after the residual, must
+// match the im2col tactic (itself checked against the definition above).
+TEST(ConvTactics, OneDnnEpilogueMatchesEveryActivation) {
+  ConvCase c{"epilogue", 1, 16, 32, 1, {10, 9}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, {}};
+  const std::vector<int64_t> yDims = withLeading(outputSpatial(c), c.batch, c.outChannels);
+  const std::vector<Value> values = {Value(test::randomFloats({1, 16, 10, 9}, 11)),
+                                     Value(test::randomFloats({32, 16, 3, 3}, 12)),
+                                     Value(test::randomFloats({32}, 13)), Value(test::randomFloats(yDims, 14))};
+  const std::pair<const char*, std::pair<float, float>> activations[] = {
+      {"Relu", {0, 0}},        {"LeakyRelu", {0.1f, 0}}, {"Clip", {-0.5f, 0.75f}}, {"Sigmoid", {0, 0}},
+      {"HardSigmoid", {0.2f, 0.5f}}, {"HardSwish", {0, 0}}, {"SiLU", {0, 0}},         {"Gelu", {0, 0}},
+      {"GeluTanh", {0, 0}},    {"Tanh", {0, 0}}};
+  for (const auto& [activation, params] : activations)
+    for (int64_t residualFirst : {1, 0}) {
+      SCOPED_TRACE(std::string(activation) + (residualFirst ? " after residual" : " before residual"));
+      Layer layer = makeLayer(c, true);
+      layer.attributes[fused::kActivation] = std::string(activation);
+      layer.attributes[fused::kActivationAlpha] = params.first;
+      layer.attributes[fused::kActivationBeta] = params.second;
+      layer.attributes[fused::kResidualBeforeActivation] = residualFirst;
+      const HostTensor want = runTactic(layer, "cpu.conv.im2col_gemm", values);
+      const HostTensor got = runTactic(layer, "cpu.conv.onednn", values);
+      ASSERT_EQ(got.dims(), want.dims());
+      for (int64_t i = 0; i < want.elementCount(); ++i)
+        ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * (1 + std::fabs(want.data<float>()[i])))
+            << "element " << i;
+    }
 }
 
 TEST(ConvTactics, UnknownTacticIsAnErrorNamingLayerAndTactic) {

@@ -1,6 +1,7 @@
 #pragma once
-// A small persistent thread pool for CPU kernels. parallelFor splits [0, count) into chunks of at
-// least `grain` items and runs fn(begin, end) on the pool's threads and the calling thread.
+// Parallel loops for CPU kernels, on OpenMP's threads (shared with oneDNN). parallelFor splits
+// [0, count) into chunks of at least `grain` items and runs fn(begin, end) on those threads and the
+// calling thread; inside a region it runs inline. An exception from fn reaches the caller.
 #include <cstdint>
 #include <functional>
 

@@ -1,7 +1,9 @@
 // The CPU backend's convolution tactics: Conv and kiln.FusedConv over Conv, float32, one tactic per
-// kernels::ConvAlgorithm, each running the fused epilogue (bias, activation, residual) itself.
-// The builder times those that apply; Conv layers of other types run the reference kernel.
+// kernels::ConvAlgorithm plus oneDNN's JIT convolutions, each running the fused epilogue (bias,
+// activation, residual) itself. The builder times those that apply; Conv layers of other types run
+// the reference kernel.
 #include <kernels/cpu/conv/direct_conv.h>
+#include <kernels/cpu/conv/onednn_conv.h>
 
 #include "../../../ops/fused.h"
 #include "conv_pool_common.h"
@@ -42,11 +44,16 @@ std::optional<kernels::ConvShape> convShapeAt(const Layer& layer, const LayerSha
   }
 }
 
-bool applies(const ConvTacticSpec& spec, const Layer& layer, const LayerInputs& in) {
-  if (isFusedLayer(layer) && layer.attrString(fused::kBase, "") != "Conv") return false;
+// The float32 convolution a tactic would run, when the layer is one.
+std::optional<kernels::ConvShape> float32ConvShape(const Layer& layer, const LayerInputs& in) {
+  if (isFusedLayer(layer) && layer.attrString(fused::kBase, "") != "Conv") return std::nullopt;
   for (size_t i = 0; i < layer.inputs.size() && i < in.types.size(); ++i)
-    if (!layer.inputs[i].empty() && in.types[i] != DataType::kFloat32) return false;
-  auto shape = convShapeAt(layer, in.dims);
+    if (!layer.inputs[i].empty() && in.types[i] != DataType::kFloat32) return std::nullopt;
+  return convShapeAt(layer, in.dims);
+}
+
+bool applies(const ConvTacticSpec& spec, const Layer& layer, const LayerInputs& in) {
+  auto shape = float32ConvShape(layer, in);
   if (!shape || !kernels::convAlgorithmApplies(spec.algorithm, *shape)) return false;
   // The direct loops make 16 output channels of a group at a time: with fewer most lanes are idle.
   return spec.algorithm != ConvAlgorithm::kDirect || shape->outChannels / shape->group >= 8;
@@ -58,15 +65,24 @@ uint64_t workspaceBytes(const ConvTacticSpec& spec, const Layer& layer, const La
 }
 
 // `packed`: the direct tactic's weights, repacked once when they are constant.
+// The float32 convolution of a tactic's kernel at run time; fails (asking for a rebuild) when the
+// inputs are not float32 or `applies` rejects the shape.
+kernels::ConvShape runtimeConvShape(KernelContext& ctx, bool (*applies)(ConvAlgorithm, const kernels::ConvShape&),
+                                    ConvAlgorithm algorithm) {
+  const HostTensor &x = ctx.input(0), &w = ctx.input(1);
+  if (x.dtype() != DataType::kFloat32 || w.dtype() != DataType::kFloat32)
+    ctx.fail("the plan's convolution tactic runs float32 only, got " + std::string(toString(x.dtype())) +
+             "; rebuild the plan");
+  const kernels::ConvShape shape = forwardConvShape(convLayer(ctx.layer()), x, w);
+  if (!applies(algorithm, shape))
+    ctx.fail("the plan's convolution tactic does not apply to this convolution's shape; rebuild the plan");
+  return shape;
+}
+
 CpuKernelFn convKernel(ConvAlgorithm algorithm, std::shared_ptr<const std::vector<float>> packed) {
   return [algorithm, packed](KernelContext& ctx) {
+    const kernels::ConvShape shape = runtimeConvShape(ctx, kernels::convAlgorithmApplies, algorithm);
     const HostTensor &x = ctx.input(0), &w = ctx.input(1);
-    if (x.dtype() != DataType::kFloat32 || w.dtype() != DataType::kFloat32)
-      ctx.fail("the plan's convolution tactic runs float32 only, got " + std::string(toString(x.dtype())) +
-               "; rebuild the plan");
-    const kernels::ConvShape shape = forwardConvShape(convLayer(ctx.layer()), x, w);
-    if (!kernels::convAlgorithmApplies(algorithm, shape))
-      ctx.fail("the plan's convolution tactic does not apply to this convolution's shape; rebuild the plan");
     const float* bias = ctx.hasInput(2) ? float32Input(ctx, 2, shape.outChannels, "the bias") : nullptr;
     HostTensor& y = ctx.allocateOutput(0);
     const kernels::Epilogue epilogue = isFusedLayer(ctx.layer()) ? readEpilogue(ctx, y) : kernels::Epilogue{};
@@ -90,15 +106,51 @@ CpuKernelFn instantiate(const ConvTacticSpec& spec, const Layer& layer, const La
                                         group, w->dim(0), w->dim(1), kernelSize, w->data<float>())));
 }
 
+// oneDNN's JIT convolutions: one kernels::OneDnnConvolution per plan layer, which prepares each
+// shape it meets once.
+constexpr const char* kOneDnnTactic = "cpu.conv.onednn";
+
+bool oneDnnApplies(ConvAlgorithm, const kernels::ConvShape& shape) { return kernels::oneDnnConvApplies(shape); }
+
+uint64_t oneDnnWorkspaceBytes(const Layer& layer, const LayerShapes& dims) {
+  auto shape = convShapeAt(layer, dims);
+  if (!shape || !kernels::oneDnnConvApplies(*shape)) return 0;
+  // Sized for constant weights (re-laid out once, outside the workspace) and no epilogue: the
+  // epilogue's post-ops do not change the buffers; a step that needs more asks for it at run time.
+  return kernels::OneDnnConvolution(true).workspaceBytes(*shape, {}, layer.inputs.size() > 2 && !layer.inputs[2].empty());
+}
+
+CpuKernelFn oneDnnKernel(const LayerWeights& weights) {
+  const bool constantWeights = weights.size() > 1 && weights[1] != nullptr;
+  auto conv = std::make_shared<kernels::OneDnnConvolution>(constantWeights);
+  return [conv](KernelContext& ctx) {
+    const kernels::ConvShape shape = runtimeConvShape(ctx, oneDnnApplies, ConvAlgorithm::kAuto);
+    const float* bias = ctx.hasInput(2) ? float32Input(ctx, 2, shape.outChannels, "the bias") : nullptr;
+    HostTensor& y = ctx.allocateOutput(0);
+    const kernels::Epilogue epilogue = isFusedLayer(ctx.layer()) ? readEpilogue(ctx, y) : kernels::Epilogue{};
+    conv->run(shape, ctx.input(0).data<float>(), ctx.input(1).data<float>(), bias, epilogue, y.data<float>(),
+              [&ctx](uint64_t bytes) { return ctx.workspace(bytes); });
+  };
+}
+
 }  // namespace
 
 void registerConvTactics(CpuKernelRegistry& registry) {
-  for (const auto& [domain, opType] : {std::pair<std::string, std::string>{"", "Conv"}, {fused::kDomain, fused::kFusedConv}})
+  for (const auto& [domain, opType] : {std::pair<std::string, std::string>{"", "Conv"}, {fused::kDomain, fused::kFusedConv}}) {
     for (const ConvTacticSpec& spec : kConvTactics)
       registry.addTactic(domain, opType,
                          {spec.id, [spec](const Layer& l, const LayerInputs& in) { return applies(spec, l, in); },
                           [spec](const Layer& l, const LayerShapes& dims) { return workspaceBytes(spec, l, dims); },
                           [spec](const Layer& l, const LayerWeights& weights) { return instantiate(spec, l, weights); }});
+    registry.addTactic(
+        domain, opType,
+        {kOneDnnTactic,
+         [](const Layer& l, const LayerInputs& in) {
+           auto shape = float32ConvShape(l, in);
+           return shape && kernels::oneDnnConvApplies(*shape);
+         },
+         oneDnnWorkspaceBytes, [](const Layer&, const LayerWeights& weights) { return oneDnnKernel(weights); }});
+  }
 }
 
 }  // namespace kiln

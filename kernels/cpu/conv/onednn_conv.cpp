@@ -1,0 +1,261 @@
+#include "onednn_conv.h"
+
+#include "../common/parallel.h"
+
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <climits>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace kiln::kernels {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+dnnl::engine& cpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// oneDNN runs on OpenMP threads: give its team as many threads as Kiln's own pool has.
+void matchThreadCount() {
+  const int threads = cpuThreadCount();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+}
+
+int spatialRank(const ConvShape& s) {
+  int rank = kMaxSpatialRank;
+  while (rank > 1 && s.window.in[kMaxSpatialRank - rank] == 1 && s.window.kernel[kMaxSpatialRank - rank] == 1 &&
+         s.window.out[kMaxSpatialRank - rank] == 1 && s.window.padBegin[kMaxSpatialRank - rank] == 0 &&
+         s.window.padEnd[kMaxSpatialRank - rank] == 0)
+    --rank;
+  return rank;
+}
+
+// The window's last `rank` axes of `field`, each less `minus` (oneDNN counts dilation from 0).
+memory::dims spatial(const int64_t (&field)[kMaxSpatialRank], int rank, int64_t minus = 0) {
+  memory::dims dims;
+  for (int a = kMaxSpatialRank - rank; a < kMaxSpatialRank; ++a) dims.push_back(field[a] - minus);
+  return dims;
+}
+
+Tag plainActivationTag(int rank) { return rank == 1 ? Tag::ncw : rank == 2 ? Tag::nchw : Tag::ncdhw; }
+Tag plainWeightsTag(int rank, bool grouped) {
+  if (grouped) return rank == 1 ? Tag::goiw : rank == 2 ? Tag::goihw : Tag::goidhw;
+  return rank == 1 ? Tag::oiw : rank == 2 ? Tag::oihw : Tag::oidhw;
+}
+
+// Appends the activation as oneDNN eltwise post-ops.
+void appendActivation(dnnl::post_ops& ops, const Epilogue& e) {
+  using dnnl::algorithm;
+  switch (e.activation) {
+    case Activation::kNone: return;
+    case Activation::kRelu: ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); return;
+    case Activation::kLeakyRelu: ops.append_eltwise(1.f, algorithm::eltwise_relu, e.alpha, 0.f); return;
+    case Activation::kClip: ops.append_eltwise(1.f, algorithm::eltwise_clip_v2, e.alpha, e.beta); return;
+    case Activation::kSigmoid: ops.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f); return;
+    case Activation::kHardSigmoid:  // max(0, min(1, alpha x + beta))
+      ops.append_eltwise(1.f, algorithm::eltwise_linear, e.alpha, e.beta);
+      ops.append_eltwise(1.f, algorithm::eltwise_clip_v2, 0.f, 1.f);
+      return;
+    case Activation::kHardSwish: ops.append_eltwise(1.f, algorithm::eltwise_hardswish, 0.f, 0.f); return;
+    case Activation::kSiLU: ops.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f); return;
+    case Activation::kGelu: ops.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f); return;
+    case Activation::kGeluTanh: ops.append_eltwise(1.f, algorithm::eltwise_gelu_tanh, 0.f, 0.f); return;
+    case Activation::kTanh: ops.append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f); return;
+  }
+  throw std::invalid_argument("oneDNN convolution: unknown activation");
+}
+
+uint64_t aligned(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+bool sameShape(const ConvShape& a, const ConvShape& b) {
+  if (a.batch != b.batch || a.inChannels != b.inChannels || a.outChannels != b.outChannels || a.group != b.group)
+    return false;
+  const SpatialWindow &x = a.window, &y = b.window;
+  for (int i = 0; i < kMaxSpatialRank; ++i)
+    if (x.in[i] != y.in[i] || x.out[i] != y.out[i] || x.kernel[i] != y.kernel[i] || x.stride[i] != y.stride[i] ||
+        x.dilation[i] != y.dilation[i] || x.padBegin[i] != y.padBegin[i] || x.padEnd[i] != y.padEnd[i])
+      return false;
+  return true;
+}
+
+// The parts of an epilogue that shape the primitive (its pointers change from call to call).
+bool sameEpilogueKind(const Epilogue& a, const Epilogue& b) {
+  return a.activation == b.activation && a.alpha == b.alpha && a.beta == b.beta &&
+         (a.residual != nullptr) == (b.residual != nullptr) && a.residualBeforeActivation == b.residualBeforeActivation;
+}
+
+}  // namespace
+
+bool oneDnnConvApplies(const ConvShape& shape) {
+  const SpatialWindow& w = shape.window;
+  const int64_t elements[] = {shape.batch * shape.inChannels * w.inSize(), shape.batch * shape.outChannels * w.outSize(),
+                              shape.outChannels * (shape.inChannels / shape.group) * w.kernelSize()};
+  for (int64_t count : elements)
+    if (count <= 0 || count > INT_MAX) return false;
+  return shape.group > 0 && shape.inChannels % shape.group == 0 && shape.outChannels % shape.group == 0;
+}
+
+// One shape's primitive with the reorders around it. Memory descriptors for the caller's plain
+// layouts; blocked buffers live in the workspace at the offsets below. Planning (descriptors and
+// offsets) is cheap; compile() JIT-compiles the kernels.
+struct OneDnnConvolution::Prepared {
+  ConvShape shape;
+  Epilogue epilogueKind;
+  bool hasBias = false;
+  memory::desc plainSrc, plainDst, plainWeights, bias;
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward conv;
+  std::optional<dnnl::reorder> srcIn, dstOut, residualIn, weightsIn;
+  memory constantWeights;  // in the primitive's layout, made on first use when the weights are constant
+  uint64_t srcOffset = 0, dstOffset = 0, weightsOffset = 0, scratchOffset = 0, workspaceBytes = 0;
+
+  Prepared(const ConvShape& shape, const Epilogue& epilogue, bool hasBias, bool weightsAreConstant);
+  void compile();
+
+  // The constant weights in the primitive's layout, re-laid out from `plain` on the first call.
+  memory constantWeightsFrom(const memory& plain, std::mutex& mutex) {
+    std::lock_guard lock(mutex);
+    if (!constantWeights) {
+      dnnl::stream stream(cpuEngine());
+      constantWeights = memory(pd.weights_desc(), cpuEngine());
+      weightsIn->execute(stream, const_cast<memory&>(plain), constantWeights);
+      stream.wait();
+    }
+    return constantWeights;
+  }
+};
+
+OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue& epilogue, bool withBias,
+                                      bool weightsAreConstant)
+    : shape(convShape), epilogueKind(epilogue), hasBias(withBias) {
+  if (!oneDnnConvApplies(shape)) throw std::invalid_argument("oneDNN convolution: shape out of range");
+  const SpatialWindow& w = shape.window;
+  const int rank = spatialRank(shape);
+  const bool grouped = shape.group > 1;
+  const auto f32 = memory::data_type::f32;
+
+  memory::dims src{shape.batch, shape.inChannels}, dst{shape.batch, shape.outChannels}, weights;
+  for (auto v : spatial(w.in, rank)) src.push_back(v);
+  for (auto v : spatial(w.out, rank)) dst.push_back(v);
+  if (grouped) weights = {shape.group, shape.outChannels / shape.group, shape.inChannels / shape.group};
+  else weights = {shape.outChannels, shape.inChannels};
+  for (auto v : spatial(w.kernel, rank)) weights.push_back(v);
+
+  plainSrc = memory::desc(src, f32, plainActivationTag(rank));
+  plainDst = memory::desc(dst, f32, plainActivationTag(rank));
+  plainWeights = memory::desc(weights, f32, plainWeightsTag(rank, grouped));
+  bias = memory::desc({shape.outChannels}, f32, Tag::x);
+
+  // y = act(conv + bias + residual) is sum then eltwise; y = act(conv + bias) + residual the reverse.
+  dnnl::post_ops ops;
+  if (epilogue.residual && epilogue.residualBeforeActivation) ops.append_sum(1.f);
+  appendActivation(ops, epilogue);
+  if (epilogue.residual && !epilogue.residualBeforeActivation) ops.append_sum(1.f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+
+  // Layouts left to oneDNN (format any): it picks the blocked ones its fastest kernel wants.
+  const memory::desc anySrc(src, f32, Tag::any), anyWeights(weights, f32, Tag::any), anyDst(dst, f32, Tag::any);
+  const auto kind = dnnl::prop_kind::forward_inference;
+  const auto direct = dnnl::algorithm::convolution_direct;
+  const auto strides = spatial(w.stride, rank), dilates = spatial(w.dilation, rank, 1);
+  const auto padL = spatial(w.padBegin, rank), padR = spatial(w.padEnd, rank);
+  pd = dnnl::convolution_forward::primitive_desc(
+      hasBias ? dnnl::convolution_forward::desc(kind, direct, anySrc, anyWeights, bias, anyDst, strides, dilates, padL, padR)
+              : dnnl::convolution_forward::desc(kind, direct, anySrc, anyWeights, anyDst, strides, dilates, padL, padR),
+      attr, cpuEngine());
+
+  uint64_t offset = 0;
+  auto carve = [&](uint64_t bytes) {
+    const uint64_t at = offset;
+    offset += aligned(bytes);
+    return at;
+  };
+  if (pd.src_desc() != plainSrc) srcOffset = carve(pd.src_desc().get_size());
+  if (pd.dst_desc() != plainDst) dstOffset = carve(pd.dst_desc().get_size());
+  if (pd.weights_desc() != plainWeights && !weightsAreConstant) weightsOffset = carve(pd.weights_desc().get_size());
+  scratchOffset = carve(pd.scratchpad_desc().get_size());
+  workspaceBytes = offset;
+}
+
+void OneDnnConvolution::Prepared::compile() {
+  dnnl::engine& engine = cpuEngine();
+  auto reorder = [&](const memory::desc& from, const memory::desc& to) {
+    return dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
+  };
+  conv = dnnl::convolution_forward(pd);
+  if (pd.src_desc() != plainSrc) srcIn = reorder(plainSrc, pd.src_desc());
+  if (pd.dst_desc() != plainDst) {
+    dstOut = reorder(pd.dst_desc(), plainDst);
+    if (epilogueKind.residual) residualIn = reorder(plainDst, pd.dst_desc());
+  }
+  if (pd.weights_desc() != plainWeights) weightsIn = reorder(plainWeights, pd.weights_desc());
+}
+
+OneDnnConvolution::OneDnnConvolution(bool weightsAreConstant) : weightsAreConstant_(weightsAreConstant) {}
+OneDnnConvolution::~OneDnnConvolution() = default;
+
+OneDnnConvolution::Prepared& OneDnnConvolution::prepared(const ConvShape& shape, const Epilogue& epilogue,
+                                                          bool hasBias) {
+  std::lock_guard lock(mutex_);
+  for (auto& p : prepared_)
+    if (p->hasBias == hasBias && sameShape(p->shape, shape) && sameEpilogueKind(p->epilogueKind, epilogue)) return *p;
+  matchThreadCount();
+  auto p = std::make_unique<Prepared>(shape, epilogue, hasBias, weightsAreConstant_);
+  p->compile();
+  prepared_.push_back(std::move(p));
+  return *prepared_.back();
+}
+
+uint64_t OneDnnConvolution::workspaceBytes(const ConvShape& shape, const Epilogue& epilogue, bool hasBias) const {
+  matchThreadCount();  // the scratchpad is sized per thread
+  return Prepared(shape, epilogue, hasBias, weightsAreConstant_).workspaceBytes;
+}
+
+void OneDnnConvolution::run(const ConvShape& shape, const float* x, const float* w, const float* bias,
+                            const Epilogue& epilogue, float* y, const std::function<void*(uint64_t)>& workspace) {
+  Prepared& p = prepared(shape, epilogue, bias != nullptr);
+  matchThreadCount();
+  dnnl::engine& engine = cpuEngine();
+  dnnl::stream stream(engine);
+  char* scratch = static_cast<char*>(workspace(p.workspaceBytes));
+  auto at = [&](const memory::desc& desc, const void* data) { return memory(desc, engine, const_cast<void*>(data)); };
+
+  memory src = at(p.plainSrc, x);
+  if (p.srcIn) {
+    memory blocked = at(p.pd.src_desc(), scratch + p.srcOffset);
+    p.srcIn->execute(stream, src, blocked);
+    src = blocked;
+  }
+  memory plainDst = at(p.plainDst, y);
+  memory dst = p.dstOut ? at(p.pd.dst_desc(), scratch + p.dstOffset) : plainDst;
+  if (epilogue.residual) {  // the sum post-op adds what dst holds
+    memory residual = at(p.plainDst, epilogue.residual);
+    if (p.residualIn) p.residualIn->execute(stream, residual, dst);
+    else if (epilogue.residual != y) std::memcpy(y, epilogue.residual, p.plainDst.get_size());
+  }
+  memory weights = at(p.plainWeights, w);
+  if (p.weightsIn && weightsAreConstant_) {
+    weights = p.constantWeightsFrom(weights, mutex_);
+  } else if (p.weightsIn) {
+    memory blocked = at(p.pd.weights_desc(), scratch + p.weightsOffset);
+    p.weightsIn->execute(stream, weights, blocked);
+    weights = blocked;
+  }
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
+                                       {DNNL_ARG_SCRATCHPAD, at(p.pd.scratchpad_desc(), scratch + p.scratchOffset)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, at(p.bias, bias));
+  p.conv.execute(stream, args);
+  if (p.dstOut) p.dstOut->execute(stream, dst, plainDst);
+  stream.wait();
+}
+
+}  // namespace kiln::kernels

@@ -1,0 +1,45 @@
+#pragma once
+// Float32 convolutions through oneDNN (Debian's libdnnl): its JIT kernels run in blocked layouts
+// (nChw16c on AVX-512, nChw8c on AVX2) chosen for the CPU at run time. The NC(D)HW activations are
+// re-laid out on the way in and out; bias, activation and residual run inside oneDNN as post-ops.
+// Each shape is prepared once (primitive JIT-compiled, constant weights re-laid out) and reused.
+#include "conv.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace kiln::kernels {
+
+// Whether oneDNN can compute this convolution (spatial rank 1-3, sizes within its int limits).
+bool oneDnnConvApplies(const ConvShape& shape);
+
+class OneDnnConvolution {
+ public:
+  // Constant weights are re-laid out once per shape, on the first run; others on every run.
+  explicit OneDnnConvolution(bool weightsAreConstant);
+  ~OneDnnConvolution();
+  OneDnnConvolution(const OneDnnConvolution&) = delete;
+  OneDnnConvolution& operator=(const OneDnnConvolution&) = delete;
+
+  // Scratch bytes run() needs: the blocked copies of X and Y, of W when it is not constant, and
+  // oneDNN's own scratchpad.
+  uint64_t workspaceBytes(const ConvShape& shape, const Epilogue& epilogue, bool hasBias) const;
+
+  // Y = epilogue(X (*) W + bias), W [M, C/group, kernel...]; bias may be null. `workspace(bytes)`
+  // returns scratch memory of that size, 64-byte aligned. Safe to call from several threads at once.
+  void run(const ConvShape& shape, const float* x, const float* w, const float* bias, const Epilogue& epilogue,
+           float* y, const std::function<void*(uint64_t)>& workspace);
+
+ private:
+  struct Prepared;
+  Prepared& prepared(const ConvShape& shape, const Epilogue& epilogue, bool hasBias);
+
+  const bool weightsAreConstant_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Prepared>> prepared_;
+};
+
+}  // namespace kiln::kernels
