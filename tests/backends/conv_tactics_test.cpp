@@ -195,19 +195,31 @@ TEST(ConvTactics, ListsOnlyTacticsThatApply) {
   EXPECT_EQ(fallback[0].id, "cpu.conv");
 }
 
-// Runs one tactic of a FusedConv layer on the given inputs.
-HostTensor runTactic(const Layer& layer, const std::string& tacticId, const std::vector<Value>& values) {
-  const auto backend = makeCpuBackend();
-  auto stream = backend->createStream();
+// Runs a step on the given inputs.
+HostTensor runStep(Step& step, const std::vector<Value>& values) {
+  auto stream = makeCpuBackend()->createStream();
   std::vector<const Value*> inputs;
   for (const Value& v : values) inputs.push_back(&v);
-  LayerWeights weights = {nullptr, &values[1].tensor, &values[2].tensor, nullptr};
-  auto step = backend->instantiate(layer, Tactic{tacticId}, weights);
   StepIO io;
   io.inputs = inputs;
-  auto outputs = step->enqueue(io, *stream);
+  auto outputs = step.enqueue(io, *stream);
   stream->synchronize();
   return outputs.at(0).tensor;
+}
+
+// Runs one tactic of a layer whose weights and bias are constant.
+HostTensor runTactic(const Layer& layer, const std::string& tacticId, const std::vector<Value>& values) {
+  LayerWeights weights = {nullptr, &values[1].tensor, &values[2].tensor, nullptr};
+  weights.resize(layer.inputs.size());
+  auto step = makeCpuBackend()->instantiate(layer, Tactic{tacticId}, weights);
+  return runStep(*step, values);
+}
+
+void expectClose(const HostTensor& got, const HostTensor& want) {
+  ASSERT_EQ(got.dims(), want.dims());
+  for (int64_t i = 0; i < want.elementCount(); ++i)
+    ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * (1 + std::fabs(want.data<float>()[i])))
+        << "element " << i;
 }
 
 // oneDNN runs the epilogue as post-ops: every activation, before and after the residual, must
@@ -230,13 +242,28 @@ TEST(ConvTactics, OneDnnEpilogueMatchesEveryActivation) {
       layer.attributes[fused::kActivationAlpha] = params.first;
       layer.attributes[fused::kActivationBeta] = params.second;
       layer.attributes[fused::kResidualBeforeActivation] = residualFirst;
-      const HostTensor want = runTactic(layer, "cpu.conv.im2col_gemm", values);
-      const HostTensor got = runTactic(layer, "cpu.conv.onednn", values);
-      ASSERT_EQ(got.dims(), want.dims());
-      for (int64_t i = 0; i < want.elementCount(); ++i)
-        ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * (1 + std::fabs(want.data<float>()[i])))
-            << "element " << i;
+      expectClose(runTactic(layer, "cpu.conv.onednn", values), runTactic(layer, "cpu.conv.im2col_gemm", values));
     }
+}
+
+// One oneDNN step meets several shapes (a dynamic batch / image size) and weights that arrive at
+// run time (not constant): each shape gets its own primitive, and alternating shapes reuse them.
+TEST(ConvTactics, OneDnnStepServesSeveralShapesAndRuntimeWeights) {
+  ConvCase c{"dynamic", 1, 16, 24, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, {}};
+  const Layer layer = makeLayer(c, false);
+  for (bool constantWeights : {true, false}) {
+    SCOPED_TRACE(constantWeights ? "constant weights" : "runtime weights");
+    const Value w(test::randomFloats({24, 16, 3, 3}, 21)), bias(test::randomFloats({24}, 22));
+    LayerWeights weights = {nullptr, constantWeights ? &w.tensor : nullptr, constantWeights ? &bias.tensor : nullptr};
+    auto oneDnn = makeCpuBackend()->instantiate(layer, Tactic{"cpu.conv.onednn"}, weights);
+    auto reference = makeCpuBackend()->instantiate(layer, Tactic{"cpu.conv.im2col_gemm"}, weights);
+    int seed = 30;
+    for (int round = 0; round < 2; ++round)
+      for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1, 16, 12, 12}, {3, 16, 12, 12}, {2, 16, 20, 9}}) {
+        const std::vector<Value> values = {Value(test::randomFloats(dims, ++seed)), w, bias};
+        expectClose(runStep(*oneDnn, values), runStep(*reference, values));
+      }
+  }
 }
 
 TEST(ConvTactics, UnknownTacticIsAnErrorNamingLayerAndTactic) {
