@@ -8,6 +8,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config git
   # engine: ONNX (protobuf), ONNX's node tests, CPU math (OpenBLAS, oneDNN), plan files, CLI, JSON
   libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev libopenblas-dev libdnnl-dev
+  ocl-icd-opencl-dev  # oneDNN's CMake package looks for OpenCL (Debian builds it with a GPU runtime)
   libflatbuffers-dev flatbuffers-compiler libcli11-dev nlohmann-json3-dev
   # tests and fuzzing (libomp-dev: OpenMP for clang, which configures the fuzz preset)
   libgtest-dev libgmock-dev clang libclang-rt-14-dev libomp-dev

@@ -17,6 +17,7 @@
 #include <kiln/runtime.h>
 
 #include <kernels/cpu/common/parallel.h>
+#include <kernels/cpu/conv/onednn_conv.h>
 
 #include <cblas.h>
 #include <nlohmann/json.hpp>
@@ -272,8 +273,8 @@ int main(int argc, char** argv) {
   Options o = parseOptions(argc, argv);
   kiln::kernels::setCpuThreadCount(o.threads);
   openblas_set_num_threads(o.threads);
-  std::printf("Kiln %s, %d threads, OpenBLAS core %s (%s)\n%d rounds of %d timed runs after %d warm-up, "
-              "median of the round medians\n", KILN_VERSION, o.threads, openblas_get_corename(), openblas_get_config(),
+  std::printf("Kiln %s, %d threads, %s, OpenBLAS core %s (%s)\n%d rounds of %d timed runs after %d warm-up, "
+              "median of the round medians\n", KILN_VERSION, o.threads, kiln::kernels::oneDnnDescription().c_str(), openblas_get_corename(), openblas_get_config(),
               o.rounds, o.runs, o.warmup);
   std::vector<Row> rows;
   try {

@@ -93,6 +93,23 @@ bool sameEpilogueKind(const Epilogue& a, const Epilogue& b) {
 
 }  // namespace
 
+std::string oneDnnDescription() {
+  const dnnl_version_t* v = dnnl_version();
+  std::string isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41: isa = "sse41"; break;
+    case dnnl::cpu_isa::avx: isa = "avx"; break;
+    case dnnl::cpu_isa::avx2: isa = "avx2"; break;
+    case dnnl::cpu_isa::avx512_core: isa = "avx512_core"; break;
+    case dnnl::cpu_isa::avx512_core_vnni: isa = "avx512_core_vnni"; break;
+    case dnnl::cpu_isa::avx512_core_bf16: isa = "avx512_core_bf16"; break;
+    case dnnl::cpu_isa::avx512_core_amx: isa = "avx512_core_amx"; break;
+    default: isa = "isa " + std::to_string(int(dnnl::get_effective_cpu_isa()));
+  }
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
+         ", " + isa;
+}
+
 bool oneDnnConvApplies(const ConvShape& shape) {
   const SpatialWindow& w = shape.window;
   const int64_t elements[] = {shape.batch * shape.inChannels * w.inSize(), shape.batch * shape.outChannels * w.outSize(),

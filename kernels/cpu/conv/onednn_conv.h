@@ -9,9 +9,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace kiln::kernels {
+
+// "oneDNN 2.6.3, avx512_core": the library version and the instruction set its JIT targets here.
+std::string oneDnnDescription();
 
 // Whether oneDNN can compute this convolution (spatial rank 1-3, sizes within its int limits).
 bool oneDnnConvApplies(const ConvShape& shape);
