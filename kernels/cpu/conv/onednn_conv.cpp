@@ -22,7 +22,7 @@ dnnl::engine& cpuEngine() {
   return engine;
 }
 
-// oneDNN runs on OpenMP threads: give its team as many threads as Kiln's own pool has.
+// oneDNN runs on OpenMP threads: give its team as many threads as Kiln's parallelFor uses.
 void matchThreadCount() {
   const int threads = cpuThreadCount();
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);

@@ -22,7 +22,8 @@ bool oneDnnConvApplies(const ConvShape& shape);
 
 class OneDnnConvolution {
  public:
-  // Constant weights are re-laid out once per shape, on the first run; others on every run.
+  // Constant weights are re-laid out once per shape, on the first run (new weight values need a new
+  // object); others on every run.
   explicit OneDnnConvolution(bool weightsAreConstant);
   ~OneDnnConvolution();
   OneDnnConvolution(const OneDnnConvolution&) = delete;
