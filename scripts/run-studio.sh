@@ -9,6 +9,11 @@ studio=build/default/app/studio/kiln-studio
 if [ -x "$studio" ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ] || [ -n "${QT_QPA_PLATFORM:-}" ]; }; then
   exec "$studio" "$model"
 fi
-[ -x "$studio" ] && echo "No display found: showing the model with the kiln CLI instead of Kiln Studio."
+if [ -x "$studio" ]; then
+  echo "No display found: showing the model with the kiln CLI instead of Kiln Studio."
+else
+  echo "Kiln Studio was not built (Qt 6 or Graphviz not found when build/default was configured:" \
+       "run scripts/setup.sh, then rm -rf build/default): showing the model with the kiln CLI instead."
+fi
 build/default/app/cli/kiln inspect "$model"
 exec build/default/app/cli/kiln run "$model" --shapes N:1 --output-dir build/sample-outputs

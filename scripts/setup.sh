@@ -14,8 +14,9 @@ packages=(
   libgtest-dev libgmock-dev clang libclang-rt-14-dev libomp-dev
   # Kiln Studio: Qt 6 widgets, charts, SVG; Graphviz for graph layout; fonts for rendering
   qt6-base-dev qt6-charts-dev qt6-svg-dev libgraphviz-dev fonts-dejavu-core
-  # packaging checks (desktop file, AppStream metadata)
-  desktop-file-utils appstream
+  libqt6opengl6-dev  # Qt6Charts' CMake package needs Qt6OpenGL (a Recommends that --no-install-recommends skips)
+  # packaging checks (desktop file, AppStream metadata, man pages; the .deb: file + dpkg-shlibdeps)
+  desktop-file-utils appstream man-db file dpkg-dev
   # regenerating the bundled sample model (resources/models/make_sample_model.py)
   python3-onnx python3-numpy
 )
