@@ -17,7 +17,7 @@
 #include <kiln/runtime.h>
 
 #include <kernels/cpu/common/parallel.h>
-#include <kernels/cpu/conv/onednn_conv.h>
+#include <kernels/cpu/common/onednn.h>
 
 #include <cblas.h>
 #include <nlohmann/json.hpp>

@@ -1,9 +1,6 @@
 #include "onednn_conv.h"
 
-#include "../common/parallel.h"
-
-#include <dnnl.hpp>
-#include <omp.h>
+#include "../common/onednn_support.h"
 
 #include <climits>
 #include <cstring>
@@ -16,17 +13,7 @@ namespace {
 
 using dnnl::memory;
 using Tag = memory::format_tag;
-
-dnnl::engine& cpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// oneDNN runs on OpenMP threads: give its team as many threads as Kiln's parallelFor uses.
-void matchThreadCount() {
-  const int threads = cpuThreadCount();
-  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
-}
+using onednn::cpuEngine;
 
 int spatialRank(const ConvShape& s) {
   int rank = kMaxSpatialRank;
@@ -50,30 +37,6 @@ Tag plainWeightsTag(int rank, bool grouped) {
   return rank == 1 ? Tag::oiw : rank == 2 ? Tag::oihw : Tag::oidhw;
 }
 
-// Appends the activation as oneDNN eltwise post-ops.
-void appendActivation(dnnl::post_ops& ops, const Epilogue& e) {
-  using dnnl::algorithm;
-  switch (e.activation) {
-    case Activation::kNone: return;
-    case Activation::kRelu: ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); return;
-    case Activation::kLeakyRelu: ops.append_eltwise(1.f, algorithm::eltwise_relu, e.alpha, 0.f); return;
-    case Activation::kClip: ops.append_eltwise(1.f, algorithm::eltwise_clip_v2, e.alpha, e.beta); return;
-    case Activation::kSigmoid: ops.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f); return;
-    case Activation::kHardSigmoid:  // max(0, min(1, alpha x + beta))
-      ops.append_eltwise(1.f, algorithm::eltwise_linear, e.alpha, e.beta);
-      ops.append_eltwise(1.f, algorithm::eltwise_clip_v2, 0.f, 1.f);
-      return;
-    case Activation::kHardSwish: ops.append_eltwise(1.f, algorithm::eltwise_hardswish, 0.f, 0.f); return;
-    case Activation::kSiLU: ops.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f); return;
-    case Activation::kGelu: ops.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f); return;
-    case Activation::kGeluTanh: ops.append_eltwise(1.f, algorithm::eltwise_gelu_tanh, 0.f, 0.f); return;
-    case Activation::kTanh: ops.append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f); return;
-  }
-  throw std::invalid_argument("oneDNN convolution: unknown activation");
-}
-
-uint64_t aligned(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
-
 bool sameShape(const ConvShape& a, const ConvShape& b) {
   if (a.batch != b.batch || a.inChannels != b.inChannels || a.outChannels != b.outChannels || a.group != b.group)
     return false;
@@ -85,30 +48,7 @@ bool sameShape(const ConvShape& a, const ConvShape& b) {
   return true;
 }
 
-// The parts of an epilogue that shape the primitive (its pointers change from call to call).
-bool sameEpilogueKind(const Epilogue& a, const Epilogue& b) {
-  return a.activation == b.activation && a.alpha == b.alpha && a.beta == b.beta &&
-         (a.residual != nullptr) == (b.residual != nullptr) && a.residualBeforeActivation == b.residualBeforeActivation;
-}
-
 }  // namespace
-
-std::string oneDnnDescription() {
-  const dnnl_version_t* v = dnnl_version();
-  std::string isa;
-  switch (dnnl::get_effective_cpu_isa()) {
-    case dnnl::cpu_isa::sse41: isa = "sse41"; break;
-    case dnnl::cpu_isa::avx: isa = "avx"; break;
-    case dnnl::cpu_isa::avx2: isa = "avx2"; break;
-    case dnnl::cpu_isa::avx512_core: isa = "avx512_core"; break;
-    case dnnl::cpu_isa::avx512_core_vnni: isa = "avx512_core_vnni"; break;
-    case dnnl::cpu_isa::avx512_core_bf16: isa = "avx512_core_bf16"; break;
-    case dnnl::cpu_isa::avx512_core_amx: isa = "avx512_core_amx"; break;
-    default: isa = "isa " + std::to_string(int(dnnl::get_effective_cpu_isa()));
-  }
-  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
-         ", " + isa;
-}
 
 bool oneDnnConvApplies(const ConvShape& shape) {
   const SpatialWindow& w = shape.window;
@@ -130,23 +70,11 @@ struct OneDnnConvolution::Prepared {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward conv;
   std::optional<dnnl::reorder> srcIn, dstOut, residualIn, weightsIn;
-  memory constantWeights;  // in the primitive's layout, made on first use when the weights are constant
   uint64_t srcOffset = 0, dstOffset = 0, weightsOffset = 0, scratchOffset = 0, workspaceBytes = 0;
 
   Prepared(const ConvShape& shape, const Epilogue& epilogue, bool hasBias, bool weightsAreConstant);
   void compile();
 
-  // The constant weights in the primitive's layout, re-laid out from `plain` on the first call.
-  memory constantWeightsFrom(const memory& plain, std::mutex& mutex) {
-    std::lock_guard lock(mutex);
-    if (!constantWeights) {
-      dnnl::stream stream(cpuEngine());
-      constantWeights = memory(pd.weights_desc(), cpuEngine());
-      weightsIn->execute(stream, const_cast<memory&>(plain), constantWeights);
-      stream.wait();
-    }
-    return constantWeights;
-  }
 };
 
 OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue& epilogue, bool withBias,
@@ -170,13 +98,8 @@ OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue
   plainWeights = memory::desc(weights, f32, plainWeightsTag(rank, grouped));
   bias = memory::desc({shape.outChannels}, f32, Tag::x);
 
-  // y = act(conv + bias + residual) is sum then eltwise; y = act(conv + bias) + residual the reverse.
-  dnnl::post_ops ops;
-  if (epilogue.residual && epilogue.residualBeforeActivation) ops.append_sum(1.f);
-  appendActivation(ops, epilogue);
-  if (epilogue.residual && !epilogue.residualBeforeActivation) ops.append_sum(1.f);
   dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
+  attr.set_post_ops(onednn::epiloguePostOps(epilogue));
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 
   // Layouts left to oneDNN (format any): it picks the blocked ones its fastest kernel wants.
@@ -193,7 +116,7 @@ OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue
   uint64_t offset = 0;
   auto carve = [&](uint64_t bytes) {
     const uint64_t at = offset;
-    offset += aligned(bytes);
+    offset += onednn::aligned(bytes);
     return at;
   };
   if (pd.src_desc() != plainSrc) srcOffset = carve(pd.src_desc().get_size());
@@ -217,15 +140,16 @@ void OneDnnConvolution::Prepared::compile() {
   if (pd.weights_desc() != plainWeights) weightsIn = reorder(plainWeights, pd.weights_desc());
 }
 
-OneDnnConvolution::OneDnnConvolution(bool weightsAreConstant) : weightsAreConstant_(weightsAreConstant) {}
+OneDnnConvolution::OneDnnConvolution(bool weightsAreConstant)
+    : weightsAreConstant_(weightsAreConstant), packedWeights_(std::make_unique<onednn::PackedWeights>()) {}
 OneDnnConvolution::~OneDnnConvolution() = default;
 
 OneDnnConvolution::Prepared& OneDnnConvolution::prepared(const ConvShape& shape, const Epilogue& epilogue,
                                                           bool hasBias) {
   std::lock_guard lock(mutex_);
   for (auto& p : prepared_)
-    if (p->hasBias == hasBias && sameShape(p->shape, shape) && sameEpilogueKind(p->epilogueKind, epilogue)) return *p;
-  matchThreadCount();
+    if (p->hasBias == hasBias && sameShape(p->shape, shape) && onednn::sameEpilogueKind(p->epilogueKind, epilogue)) return *p;
+  onednn::matchThreadCount();
   auto p = std::make_unique<Prepared>(shape, epilogue, hasBias, weightsAreConstant_);
   p->compile();
   prepared_.push_back(std::move(p));
@@ -233,14 +157,14 @@ OneDnnConvolution::Prepared& OneDnnConvolution::prepared(const ConvShape& shape,
 }
 
 uint64_t OneDnnConvolution::workspaceBytes(const ConvShape& shape, const Epilogue& epilogue, bool hasBias) const {
-  matchThreadCount();  // the scratchpad is sized per thread
+  onednn::matchThreadCount();  // the scratchpad is sized per thread
   return Prepared(shape, epilogue, hasBias, weightsAreConstant_).workspaceBytes;
 }
 
 void OneDnnConvolution::run(const ConvShape& shape, const float* x, const float* w, const float* bias,
                             const Epilogue& epilogue, float* y, const std::function<void*(uint64_t)>& workspace) {
   Prepared& p = prepared(shape, epilogue, bias != nullptr);
-  matchThreadCount();
+  onednn::matchThreadCount();
   dnnl::engine& engine = cpuEngine();
   dnnl::stream stream(engine);
   char* scratch = static_cast<char*>(workspace(p.workspaceBytes));
@@ -261,7 +185,7 @@ void OneDnnConvolution::run(const ConvShape& shape, const float* x, const float*
   }
   memory weights = at(p.plainWeights, w);
   if (p.weightsIn && weightsAreConstant_) {
-    weights = p.constantWeightsFrom(weights, mutex_);
+    weights = packedWeights_->get(weights, p.pd.weights_desc());
   } else if (p.weightsIn) {
     memory blocked = at(p.pd.weights_desc(), scratch + p.weightsOffset);
     p.weightsIn->execute(stream, weights, blocked);

@@ -9,21 +9,20 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <vector>
 
 namespace kiln::kernels {
-
-// "oneDNN 2.6.3, avx512_core": the library version and the instruction set its JIT targets here.
-std::string oneDnnDescription();
+namespace onednn {
+class PackedWeights;
+}
 
 // Whether oneDNN can compute this convolution (spatial rank 1-3, sizes within its int limits).
 bool oneDnnConvApplies(const ConvShape& shape);
 
 class OneDnnConvolution {
  public:
-  // Constant weights are re-laid out once per shape, on the first run (new weight values need a new
-  // object); others on every run.
+  // Constant weights are re-laid out on the first run, once per layout the shapes ask for (new
+  // weight values need a new object); others on every run.
   explicit OneDnnConvolution(bool weightsAreConstant);
   ~OneDnnConvolution();
   OneDnnConvolution(const OneDnnConvolution&) = delete;
@@ -43,6 +42,7 @@ class OneDnnConvolution {
   Prepared& prepared(const ConvShape& shape, const Epilogue& epilogue, bool hasBias);
 
   const bool weightsAreConstant_;
+  std::unique_ptr<onednn::PackedWeights> packedWeights_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<Prepared>> prepared_;
 };

@@ -155,7 +155,10 @@ void runDet(KernelContext& ctx) {
 
 }  // namespace
 
+void registerMatMulTactics(CpuKernelRegistry& registry);
+
 void registerMatMulQuantCpuKernels(CpuKernelRegistry& registry) {
+  registerMatMulTactics(registry);
   registry.add("Gemm", runGemm);
   registry.add("MatMul", runMatMul);
   registry.add("MatMulInteger", runMatMulInteger);

@@ -1,0 +1,40 @@
+#pragma once
+// The pieces the oneDNN-backed kernels share (convolution, matmul): the CPU engine, the OpenMP
+// team size, Kiln's fused epilogue as oneDNN post-ops, and constant weights re-laid out once.
+#include "../fused/epilogue.h"
+
+#include <dnnl.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace kiln::kernels::onednn {
+
+dnnl::engine& cpuEngine();
+
+// oneDNN runs on OpenMP threads: give the calling thread's team as many as Kiln's parallelFor uses.
+void matchThreadCount();
+
+// The epilogue's activation and residual as post-ops: act(y + residual) is sum then eltwise,
+// act(y) + residual the reverse. The sum adds what the destination holds before the primitive runs.
+dnnl::post_ops epiloguePostOps(const Epilogue& epilogue);
+
+// Whether two epilogues make the same post-ops (their data pointers change from call to call).
+bool sameEpilogueKind(const Epilogue& a, const Epilogue& b);
+
+inline uint64_t aligned(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Constant weights in the layouts the primitives asked for, each made once from the plain weights
+// and shared by every primitive (shape) that wants the same layout. Thread-safe.
+class PackedWeights {
+ public:
+  dnnl::memory get(const dnnl::memory& plain, const dnnl::memory::desc& packed);
+
+ private:
+  std::mutex mutex_;
+  std::vector<dnnl::memory> packed_;
+};
+
+}  // namespace kiln::kernels::onednn
