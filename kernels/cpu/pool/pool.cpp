@@ -46,22 +46,37 @@ std::vector<int64_t> tapCounts(const SpatialWindow& w, int a, bool countPadding)
 // Pools one output row at a time: for every in-image tap (kd, kh, kw), row[o] = combine(row[o], tap
 // value) over the contiguous range of outputs whose tap is inside the image, so the innermost loop
 // has no bounds checks. finish(plane, od, oh, row) then writes the row out.
-template <class T, class Combine, class Finish>
+// When combine is associative on values (max, sum: `separable`), the window's in-image input rows
+// are first combined into one row along W (contiguous, vectorised), then the width taps read that:
+// kd*kh + kw passes over a row instead of kd*kh*kw strided ones.
+template <bool separable, class T, class Combine, class Finish>
 void poolRows(const SpatialWindow& w, int64_t planes, const T* x, Acc<T> init, Combine combine, Finish finish) {
   const std::vector<WidthTap> taps = widthTaps(w);
-  const int64_t s = w.stride[2], inSize = w.inSize();
+  const int64_t s = w.stride[2], inSize = w.inSize(), width = w.in[2];
   parallelFor(planes, planeGrain(w.outSize() * w.kernelSize()), [&](int64_t begin, int64_t end) {
-    std::vector<Acc<T>> row(size_t(w.out[2]));
+    std::vector<Acc<T>> row(size_t(w.out[2])), window(separable ? size_t(width) : 0);
     for (int64_t p = begin; p < end; ++p) {
       const T* plane = x + p * inSize;
       for (int64_t od = 0; od < w.out[0]; ++od) {
         for (int64_t oh = 0; oh < w.out[1]; ++oh) {
           std::fill(row.begin(), row.end(), init);
-          forEachInImageRow(w, od, oh, [&](int64_t, int64_t, int64_t inputRow) {
-            const T* line = plane + inputRow;
+          if constexpr (separable) {
+            std::fill(window.begin(), window.end(), init);
+            forEachInImageRow(w, od, oh, [&](int64_t, int64_t, int64_t inputRow) {
+              const T* line = plane + inputRow;
+              for (int64_t i = 0; i < width; ++i) window[size_t(i)] = combine(window[size_t(i)], Acc<T>(line[i]));
+            });
             for (const WidthTap& t : taps)
-              for (int64_t o = t.begin; o < t.end; ++o) row[size_t(o)] = combine(row[size_t(o)], Acc<T>(line[o * s + t.offset]));
-          });
+              for (int64_t o = t.begin; o < t.end; ++o)
+                row[size_t(o)] = combine(row[size_t(o)], window[size_t(o * s + t.offset)]);
+          } else {
+            forEachInImageRow(w, od, oh, [&](int64_t, int64_t, int64_t inputRow) {
+              const T* line = plane + inputRow;
+              for (const WidthTap& t : taps)
+                for (int64_t o = t.begin; o < t.end; ++o)
+                  row[size_t(o)] = combine(row[size_t(o)], Acc<T>(line[o * s + t.offset]));
+            });
+          }
           finish(p, od, oh, row.data());
         }
       }
@@ -106,7 +121,7 @@ T* outputRow(const SpatialWindow& w, T* y, int64_t p, int64_t od, int64_t oh) {
 template <class T>
 void maxPool(const SpatialWindow& w, int64_t planes, const T* x, T* y, int64_t* indices, bool columnMajorIndices) {
   if (indices) return maxPoolWithIndices(w, planes, x, y, indices, columnMajorIndices);
-  poolRows(w, planes, x, std::numeric_limits<Acc<T>>::lowest(), [](Acc<T> a, Acc<T> v) { return v > a ? v : a; },
+  poolRows<true>(w, planes, x, std::numeric_limits<Acc<T>>::lowest(), [](Acc<T> a, Acc<T> v) { return v > a ? v : a; },
            [&](int64_t p, int64_t od, int64_t oh, const Acc<T>* row) {
              T* out = outputRow(w, y, p, od, oh);
              for (int64_t o = 0; o < w.out[2]; ++o) out[o] = T(row[o]);
@@ -117,7 +132,7 @@ template <class T>
 void averagePool(const SpatialWindow& w, int64_t planes, const T* x, T* y, bool countIncludePad) {
   const std::vector<int64_t> countD = tapCounts(w, 0, countIncludePad), countH = tapCounts(w, 1, countIncludePad),
                              countW = tapCounts(w, 2, countIncludePad);
-  poolRows(w, planes, x, Acc<T>(0), [](Acc<T> a, Acc<T> v) { return a + v; },
+  poolRows<true>(w, planes, x, Acc<T>(0), [](Acc<T> a, Acc<T> v) { return a + v; },
            [&](int64_t p, int64_t od, int64_t oh, const Acc<T>* row) {
              T* out = outputRow(w, y, p, od, oh);
              const int64_t rowCount = countD[size_t(od)] * countH[size_t(oh)];
@@ -131,7 +146,7 @@ void averagePool(const SpatialWindow& w, int64_t planes, const T* x, T* y, bool 
 template <class T>
 void lpPool(const SpatialWindow& w, int64_t planes, const T* x, T* y, float p) {
   const Acc<T> power = Acc<T>(p);
-  poolRows(w, planes, x, Acc<T>(0), [&](Acc<T> a, Acc<T> v) { return a + std::pow(std::abs(v), power); },
+  poolRows<false>(w, planes, x, Acc<T>(0), [&](Acc<T> a, Acc<T> v) { return a + std::pow(std::abs(v), power); },
            [&](int64_t plane, int64_t od, int64_t oh, const Acc<T>* row) {
              T* out = outputRow(w, y, plane, od, oh);
              for (int64_t o = 0; o < w.out[2]; ++o) out[o] = T(std::pow(row[o], Acc<T>(1) / power));
