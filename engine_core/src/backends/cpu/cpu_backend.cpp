@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 
 namespace kiln {
 namespace {
@@ -39,8 +40,18 @@ class CpuStep : public Step {
 
   const Tactic& tactic() const override { return tactic_; }
 
+  // Asked before every run: the answer for the last input dims is kept, since working it out can
+  // cost tens of microseconds (oneDNN plans a primitive to size its scratchpad).
   uint64_t workspaceBytes(const std::vector<const Value*>& inputs) const override {
-    return source_ && source_->workspaceBytes ? source_->workspaceBytes(layer_, shapesOf(inputs)) : 0;
+    if (!source_ || !source_->workspaceBytes) return 0;
+    LayerShapes dims = shapesOf(inputs);
+    std::lock_guard lock(workspaceMutex_);
+    if (!workspaceKnown_ || dims != workspaceDims_) {
+      workspace_ = source_->workspaceBytes(layer_, dims);
+      workspaceDims_ = std::move(dims);
+      workspaceKnown_ = true;
+    }
+    return workspace_;
   }
 
   std::vector<Value> enqueue(const StepIO& io, Stream&) const override {
@@ -55,6 +66,10 @@ class CpuStep : public Step {
   const CpuTactic* source_;
   // The layer's inferred output types when it has subgraphs (shared by the engine's contexts).
   mutable SubgraphInferenceCache inferenceCache_;
+  mutable std::mutex workspaceMutex_;
+  mutable bool workspaceKnown_ = false;
+  mutable LayerShapes workspaceDims_;
+  mutable uint64_t workspace_ = 0;
 };
 
 class CpuBackend : public Backend {
