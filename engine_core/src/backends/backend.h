@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace kiln {
@@ -28,9 +29,15 @@ inline const char* toString(TensorFormat format) { return format == TensorFormat
 // name it.
 struct Tactic {
   std::string id;
-  TensorFormat inputFormat = TensorFormat::kLinear;
+  // Layouts of the activations it reads (per input; empty: all linear) and writes, when the engine
+  // keeps a tensor in another layout between two steps that agree on it (Backend::tensorFormats).
+  std::vector<TensorFormat> inputFormats;
   TensorFormat outputFormat = TensorFormat::kLinear;
   uint64_t workspaceBytes = 0;  // scratch it needs at the input dims it was listed for
+
+  TensorFormat inputFormat(size_t input) const {
+    return input < inputFormats.size() ? inputFormats[input] : TensorFormat::kLinear;
+  }
 };
 
 // Concrete dims of a layer's inputs, parallel to layer.inputs (empty where absent or unknown).
@@ -148,6 +155,16 @@ class Backend {
   // Kiln version).
   virtual std::unique_ptr<Step> instantiate(const Layer& layer, const Tactic& tactic,
                                             const LayerWeights& weights) const = 0;
+  // The activations an engine keeps in a non-linear layout: those whose producer and every reader
+  // run tactics (`tactics`, parallel to network.layers(), with each layer's activation precision)
+  // that take that layout, so no re-layout runs between them. Graph outputs stay linear. The
+  // runtime passes the layouts to instantiate() in Tactic::inputFormats / outputFormat.
+  virtual std::unordered_map<std::string, TensorFormat> tensorFormats(const Network& network,
+                                                                      const std::vector<std::string>& tactics,
+                                                                      const std::vector<Precision>& precisions) const {
+    (void)network, (void)tactics, (void)precisions;
+    return {};
+  }
   virtual DeviceAllocator& allocator() const = 0;
   virtual std::unique_ptr<Stream> createStream() const = 0;
   virtual std::unique_ptr<Event> createEvent() const = 0;

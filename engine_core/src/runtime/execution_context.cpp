@@ -6,6 +6,7 @@
 
 #include "../builder/engine_description.h"
 #include "../builder/memory_planner.h"
+#include "../backends/cpu/channels_last.h"
 #include "arena_poison.h"
 #include "layer_runner.h"
 #include "precision_convert.h"
@@ -24,6 +25,7 @@ struct ExecutionContext::State {
   std::unique_ptr<Stream> stream;
   std::unique_ptr<Event> layerStart, layerEnd;  // per-layer times for the profiler
   std::vector<std::shared_ptr<const Step>> steps;
+  std::unordered_map<std::string, TensorFormat> formats;  // activations kept non-linear between steps
   DeviceBuffer workspace;  // grown to the largest step's need
   uint64_t workspaceBytes = 0;
   std::vector<size_t> order;
@@ -69,6 +71,7 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const EngineDescription> desc
   state_->layerEnd = state_->backend->createEvent();
   state_->steps = description_->steps.size() == net.layers().size() ? description_->steps
                                                                        : instantiateSteps(*state_->backend, *description_);
+  state_->formats = engineTensorFormats(*state_->backend, *description_);
   state_->order = net.topologicalOrder();
   state_->lastUse = lastUseSteps(net, state_->order);
   for (const auto& a : description_->memory.assignments) state_->planned[a.tensor] = a;
@@ -246,11 +249,14 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
         if (v.tensor.dtype() == DataType::kFloat32 && storageType(decision.precision) != DataType::kFloat32)
           v.tensor = narrowInPlace(v.tensor, storageType(decision.precision));
       }
-      if (observer_ && !v.isSequence() && v.hasElement && !v.tensor.empty())
+      if (observer_ && !v.isSequence() && v.hasElement && !v.tensor.empty()) {
+        const bool channelsLast = state_->formats.count(layer.outputs[i]) != 0;  // shown in its dims' order
         observer_(layer.outputs[i], layer.name,
-                  v.tensor.dtype() == DataType::kFloat16 || v.tensor.dtype() == DataType::kBFloat16
+                  channelsLast ? channelsLastToLinear(v.tensor)
+                  : v.tensor.dtype() == DataType::kFloat16 || v.tensor.dtype() == DataType::kBFloat16
                       ? widenToFloat32(v.tensor)
                       : v.tensor);
+      }
       values[layer.outputs[i]] = std::move(v);
     }
     if (profiler_) {

@@ -32,12 +32,32 @@ const CpuKernelFn& cpuKernelFor(const Layer& layer) {
   return *kernel;
 }
 
+std::unordered_map<std::string, TensorFormat> engineTensorFormats(const Backend& backend, const EngineDescription& d) {
+  std::vector<std::string> tactics;
+  std::vector<Precision> precisions;
+  for (const LayerDecision& decision : d.decisions) {
+    tactics.push_back(decision.tactic);
+    precisions.push_back(decision.precision);
+  }
+  return backend.tensorFormats(*d.network, tactics, precisions);
+}
+
 std::vector<std::shared_ptr<const Step>> instantiateSteps(const Backend& backend, const EngineDescription& d) {
   const Network& net = *d.network;
+  const auto formats = engineTensorFormats(backend, d);
+  auto formatOf = [&](const std::string& tensor) {
+    auto it = formats.find(tensor);
+    return it == formats.end() ? TensorFormat::kLinear : it->second;
+  };
   std::vector<std::shared_ptr<const Step>> steps;
   for (size_t i = 0; i < net.layers().size(); ++i) {
     const Layer& layer = net.layers()[i];
-    steps.push_back(backend.instantiate(layer, Tactic{d.decisions.at(i).tactic}, layerWeights(net, layer)));
+    Tactic tactic{d.decisions.at(i).tactic};
+    if (!formats.empty()) {
+      for (const auto& input : layer.inputs) tactic.inputFormats.push_back(formatOf(input));
+      if (!layer.outputs.empty()) tactic.outputFormat = formatOf(layer.outputs[0]);
+    }
+    steps.push_back(backend.instantiate(layer, tactic, layerWeights(net, layer)));
   }
   return steps;
 }

@@ -31,7 +31,10 @@ memory::dims spatial(const int64_t (&field)[kMaxSpatialRank], int rank, int64_t 
   return dims;
 }
 
-Tag plainActivationTag(int rank) { return rank == 1 ? Tag::ncw : rank == 2 ? Tag::nchw : Tag::ncdhw; }
+Tag plainActivationTag(int rank, bool channelsLast) {
+  if (channelsLast) return rank == 1 ? Tag::nwc : rank == 2 ? Tag::nhwc : Tag::ndhwc;
+  return rank == 1 ? Tag::ncw : rank == 2 ? Tag::nchw : Tag::ncdhw;
+}
 Tag plainWeightsTag(int rank, bool grouped) {
   if (grouped) return rank == 1 ? Tag::goiw : rank == 2 ? Tag::goihw : Tag::goidhw;
   return rank == 1 ? Tag::oiw : rank == 2 ? Tag::oihw : Tag::oidhw;
@@ -66,19 +69,20 @@ struct OneDnnConvolution::Prepared {
   ConvShape shape;
   Epilogue epilogueKind;
   bool hasBias = false;
-  memory::desc plainSrc, plainDst, plainWeights, bias;
+  memory::desc plainSrc, plainDst, plainResidual, plainWeights, bias;  // the caller's layouts
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward conv;
   std::optional<dnnl::reorder> srcIn, dstOut, residualIn, weightsIn;
-  uint64_t srcOffset = 0, dstOffset = 0, weightsOffset = 0, scratchOffset = 0, workspaceBytes = 0;
+  uint64_t srcOffset = 0, dstOffset = 0, residualOffset = 0, weightsOffset = 0, scratchOffset = 0, workspaceBytes = 0;
 
-  Prepared(const ConvShape& shape, const Epilogue& epilogue, bool hasBias, bool weightsAreConstant);
+  Prepared(const ConvShape& shape, const Epilogue& epilogue, bool hasBias, bool weightsAreConstant,
+           const ActivationLayouts& layouts);
   void compile();
 
 };
 
 OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue& epilogue, bool withBias,
-                                      bool weightsAreConstant)
+                                      bool weightsAreConstant, const ActivationLayouts& layouts)
     : shape(convShape), epilogueKind(epilogue), hasBias(withBias) {
   if (!oneDnnConvApplies(shape)) throw std::invalid_argument("oneDNN convolution: shape out of range");
   const SpatialWindow& w = shape.window;
@@ -93,8 +97,9 @@ OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue
   else weights = {shape.outChannels, shape.inChannels};
   for (auto v : spatial(w.kernel, rank)) weights.push_back(v);
 
-  plainSrc = memory::desc(src, f32, plainActivationTag(rank));
-  plainDst = memory::desc(dst, f32, plainActivationTag(rank));
+  plainSrc = memory::desc(src, f32, plainActivationTag(rank, layouts.xChannelsLast));
+  plainDst = memory::desc(dst, f32, plainActivationTag(rank, layouts.yChannelsLast));
+  plainResidual = memory::desc(dst, f32, plainActivationTag(rank, layouts.residualChannelsLast));
   plainWeights = memory::desc(weights, f32, plainWeightsTag(rank, grouped));
   bias = memory::desc({shape.outChannels}, f32, Tag::x);
 
@@ -121,6 +126,9 @@ OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue
   };
   if (pd.src_desc() != plainSrc) srcOffset = carve(pd.src_desc().get_size());
   if (pd.dst_desc() != plainDst) dstOffset = carve(pd.dst_desc().get_size());
+  // A residual laid out unlike Y itself is re-laid out beside it first (Y may share its memory).
+  if (epilogue.residual && pd.dst_desc() == plainDst && plainResidual != plainDst)
+    residualOffset = carve(plainDst.get_size());
   if (pd.weights_desc() != plainWeights && !weightsAreConstant) weightsOffset = carve(pd.weights_desc().get_size());
   scratchOffset = carve(pd.scratchpad_desc().get_size());
   workspaceBytes = offset;
@@ -133,15 +141,15 @@ void OneDnnConvolution::Prepared::compile() {
   };
   conv = dnnl::convolution_forward(pd);
   if (pd.src_desc() != plainSrc) srcIn = reorder(plainSrc, pd.src_desc());
-  if (pd.dst_desc() != plainDst) {
-    dstOut = reorder(pd.dst_desc(), plainDst);
-    if (epilogueKind.residual) residualIn = reorder(plainDst, pd.dst_desc());
-  }
+  if (pd.dst_desc() != plainDst) dstOut = reorder(pd.dst_desc(), plainDst);
+  if (epilogueKind.residual && plainResidual != pd.dst_desc()) residualIn = reorder(plainResidual, pd.dst_desc());
   if (pd.weights_desc() != plainWeights) weightsIn = reorder(plainWeights, pd.weights_desc());
 }
 
-OneDnnConvolution::OneDnnConvolution(bool weightsAreConstant)
-    : weightsAreConstant_(weightsAreConstant), packedWeights_(std::make_unique<onednn::PackedWeights>()) {}
+OneDnnConvolution::OneDnnConvolution(bool weightsAreConstant, ActivationLayouts layouts)
+    : weightsAreConstant_(weightsAreConstant),
+      layouts_(layouts),
+      packedWeights_(std::make_unique<onednn::PackedWeights>()) {}
 OneDnnConvolution::~OneDnnConvolution() = default;
 
 OneDnnConvolution::Prepared& OneDnnConvolution::prepared(const ConvShape& shape, const Epilogue& epilogue,
@@ -150,7 +158,7 @@ OneDnnConvolution::Prepared& OneDnnConvolution::prepared(const ConvShape& shape,
   for (auto& p : prepared_)
     if (p->hasBias == hasBias && sameShape(p->shape, shape) && onednn::sameEpilogueKind(p->epilogueKind, epilogue)) return *p;
   onednn::matchThreadCount();
-  auto p = std::make_unique<Prepared>(shape, epilogue, hasBias, weightsAreConstant_);
+  auto p = std::make_unique<Prepared>(shape, epilogue, hasBias, weightsAreConstant_, layouts_);
   p->compile();
   prepared_.push_back(std::move(p));
   return *prepared_.back();
@@ -158,7 +166,7 @@ OneDnnConvolution::Prepared& OneDnnConvolution::prepared(const ConvShape& shape,
 
 uint64_t OneDnnConvolution::workspaceBytes(const ConvShape& shape, const Epilogue& epilogue, bool hasBias) const {
   onednn::matchThreadCount();  // the scratchpad is sized per thread
-  return Prepared(shape, epilogue, hasBias, weightsAreConstant_).workspaceBytes;
+  return Prepared(shape, epilogue, hasBias, weightsAreConstant_, layouts_).workspaceBytes;
 }
 
 void OneDnnConvolution::run(const ConvShape& shape, const float* x, const float* w, const float* bias,
@@ -179,9 +187,16 @@ void OneDnnConvolution::run(const ConvShape& shape, const float* x, const float*
   memory plainDst = at(p.plainDst, y);
   memory dst = p.dstOut ? at(p.pd.dst_desc(), scratch + p.dstOffset) : plainDst;
   if (epilogue.residual) {  // the sum post-op adds what dst holds
-    memory residual = at(p.plainDst, epilogue.residual);
-    if (p.residualIn) p.residualIn->execute(stream, residual, dst);
-    else if (epilogue.residual != y) std::memcpy(y, epilogue.residual, p.plainDst.get_size());
+    memory residual = at(p.plainResidual, epilogue.residual);
+    if (p.residualIn && p.dstOut) {
+      p.residualIn->execute(stream, residual, dst);
+    } else if (p.residualIn) {  // into Y's own layout, staged: Y may share the residual's memory
+      memory staged = at(p.plainDst, scratch + p.residualOffset);
+      p.residualIn->execute(stream, residual, staged);
+      std::memcpy(y, staged.get_data_handle(), p.plainDst.get_size());
+    } else if (epilogue.residual != dst.get_data_handle()) {  // already in dst's layout
+      std::memcpy(dst.get_data_handle(), epilogue.residual, p.pd.dst_desc().get_size());
+    }
   }
   memory weights = at(p.plainWeights, w);
   if (p.weightsIn && weightsAreConstant_) {

@@ -16,6 +16,12 @@ namespace onednn {
 class PackedWeights;
 }
 
+// Which of a convolution's activations are channels-last (N, spatial..., C in memory) instead of
+// NC(D)HW: the engine keeps them so between two oneDNN convolutions, whose kernels use that layout.
+struct ActivationLayouts {
+  bool xChannelsLast = false, residualChannelsLast = false, yChannelsLast = false;
+};
+
 // Whether oneDNN can compute this convolution (spatial rank 1-3, sizes within its int limits).
 bool oneDnnConvApplies(const ConvShape& shape);
 
@@ -23,7 +29,7 @@ class OneDnnConvolution {
  public:
   // Constant weights are re-laid out on the first run, once per layout the shapes ask for (new
   // weight values need a new object); others on every run.
-  explicit OneDnnConvolution(bool weightsAreConstant);
+  explicit OneDnnConvolution(bool weightsAreConstant, ActivationLayouts layouts = {});
   ~OneDnnConvolution();
   OneDnnConvolution(const OneDnnConvolution&) = delete;
   OneDnnConvolution& operator=(const OneDnnConvolution&) = delete;
@@ -42,6 +48,7 @@ class OneDnnConvolution {
   Prepared& prepared(const ConvShape& shape, const Epilogue& epilogue, bool hasBias);
 
   const bool weightsAreConstant_;
+  const ActivationLayouts layouts_;
   std::unique_ptr<onednn::PackedWeights> packedWeights_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<Prepared>> prepared_;

@@ -4,6 +4,7 @@
 #include "../../runtime/layer_runner.h"
 #include "../../runtime/subgraph_cache.h"
 #include "../backend.h"
+#include "channels_last.h"
 #include "cpu_device.h"
 #include "cpu_kernel.h"
 
@@ -93,8 +94,7 @@ class CpuBackend : public Backend {
     std::vector<Tactic> out;
     for (const CpuTactic& t : CpuKernelRegistry::instance().tactics(layer.domain, layer.opType))
       if (!t.applies || t.applies(layer, inputs))
-        out.push_back({t.id, TensorFormat::kLinear, TensorFormat::kLinear,
-                       t.workspaceBytes ? t.workspaceBytes(layer, inputs.dims) : 0});
+        out.push_back({t.id, {}, TensorFormat::kLinear, t.workspaceBytes ? t.workspaceBytes(layer, inputs.dims) : 0});
     if (out.empty()) out.push_back({referenceTacticId(layer)});
     return out;
   }
@@ -110,7 +110,13 @@ class CpuBackend : public Backend {
                                                    "' (it has " + known +
                                                    "); the plan was made by another Kiln version: rebuild it");
     }
-    return std::make_unique<CpuStep>(layer, tactic, source->instantiate(layer, weights), source);
+    return std::make_unique<CpuStep>(layer, tactic, source->instantiate(layer, weights, tactic), source);
+  }
+
+  std::unordered_map<std::string, TensorFormat> tensorFormats(const Network& network,
+                                                              const std::vector<std::string>& tactics,
+                                                              const std::vector<Precision>& precisions) const override {
+    return channelsLastTensors(network, tactics, precisions);
   }
 
   DeviceAllocator& allocator() const override { return cpuAllocator(); }

@@ -87,8 +87,13 @@ struct CpuTactic {
   std::function<bool(const Layer&, const LayerInputs&)> applies;
   // Scratch bytes at these input dims.
   std::function<uint64_t(const Layer&, const LayerShapes&)> workspaceBytes;
-  // The kernel for one layer; may prepare the weights once (e.g. repack them for its loops).
-  std::function<CpuKernelFn(const Layer&, const LayerWeights&)> instantiate;
+  // The kernel for one layer; may prepare the weights once (e.g. repack them for its loops). The
+  // tactic carries the activation layouts the engine chose (see channelsLast).
+  std::function<CpuKernelFn(const Layer&, const LayerWeights&, const Tactic&)> instantiate;
+  // Whether it can read its input 0 (and a kiln.FusedConv's residual, input 3) and write its
+  // output 0 channels-last (NHWC) when those are 4-D, so the engine may keep such tensors NHWC
+  // between two of its layers.
+  bool channelsLast = false;
 };
 
 class CpuKernelRegistry {

@@ -120,9 +120,13 @@ uint64_t oneDnnWorkspaceBytes(const Layer& layer, const LayerShapes& dims) {
   return kernels::OneDnnConvolution(true).workspaceBytes(*shape, {}, layer.inputs.size() > 2 && !layer.inputs[2].empty());
 }
 
-CpuKernelFn oneDnnKernel(const LayerWeights& weights) {
+CpuKernelFn oneDnnKernel(const Layer& layer, const LayerWeights& weights, const Tactic& tactic) {
   const bool constantWeights = weights.size() > 1 && weights[1] != nullptr;
-  auto conv = std::make_shared<kernels::OneDnnConvolution>(constantWeights);
+  kernels::ActivationLayouts layouts;
+  layouts.xChannelsLast = tactic.inputFormat(0) == TensorFormat::kNHWC;
+  layouts.residualChannelsLast = isFusedLayer(layer) && tactic.inputFormat(3) == TensorFormat::kNHWC;
+  layouts.yChannelsLast = tactic.outputFormat == TensorFormat::kNHWC;
+  auto conv = std::make_shared<kernels::OneDnnConvolution>(constantWeights, layouts);
   return [conv](KernelContext& ctx) {
     const kernels::ConvShape shape = runtimeConvShape(ctx, oneDnnApplies, ConvAlgorithm::kAuto);
     const float* bias = ctx.hasInput(2) ? float32Input(ctx, 2, shape.outChannels, "the bias") : nullptr;
@@ -141,7 +145,9 @@ void registerConvTactics(CpuKernelRegistry& registry) {
       registry.addTactic(domain, opType,
                          {spec.id, [spec](const Layer& l, const LayerInputs& in) { return applies(spec, l, in); },
                           [spec](const Layer& l, const LayerShapes& dims) { return workspaceBytes(spec, l, dims); },
-                          [spec](const Layer& l, const LayerWeights& weights) { return instantiate(spec, l, weights); }});
+                          [spec](const Layer& l, const LayerWeights& weights, const Tactic&) {
+                            return instantiate(spec, l, weights);
+                          }});
     registry.addTactic(
         domain, opType,
         {kOneDnnTactic,
@@ -149,7 +155,9 @@ void registerConvTactics(CpuKernelRegistry& registry) {
            auto shape = float32ConvShape(l, in);
            return shape && kernels::oneDnnConvApplies(*shape);
          },
-         oneDnnWorkspaceBytes, [](const Layer&, const LayerWeights& weights) { return oneDnnKernel(weights); }});
+         oneDnnWorkspaceBytes,
+         [](const Layer& l, const LayerWeights& weights, const Tactic& tactic) { return oneDnnKernel(l, weights, tactic); },
+         /*channelsLast=*/true});
   }
 }
 

@@ -111,10 +111,11 @@ void registerMatMulTactics(CpuKernelRegistry& registry) {
                                        {"", "Gemm"},
                                        {fused::kDomain, fused::kFusedMatMul}}) {
     registry.addTactic(domain, opType,
-                       {kBlasTactic, applies, nullptr, [](const Layer& l, const LayerWeights&) { return blasKernel(l); }});
+                       {kBlasTactic, applies, nullptr,
+                        [](const Layer& l, const LayerWeights&, const Tactic&) { return blasKernel(l); }});
     registry.addTactic(domain, opType,
                        {kOneDnnTactic, applies, oneDnnWorkspaceBytes,
-                        [](const Layer&, const LayerWeights& weights) { return oneDnnKernel(weights); }});
+                        [](const Layer&, const LayerWeights& weights, const Tactic&) { return oneDnnKernel(weights); }});
   }
 }
 
