@@ -164,9 +164,23 @@ OneDnnConvolution::Prepared& OneDnnConvolution::prepared(const ConvShape& shape,
   return *prepared_.back();
 }
 
+bool OneDnnConvolution::supports(const ConvShape& shape) {
+  if (!oneDnnConvApplies(shape)) return false;
+  try {
+    Prepared(shape, Epilogue{}, true, true, ActivationLayouts{});
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
 uint64_t OneDnnConvolution::workspaceBytes(const ConvShape& shape, const Epilogue& epilogue, bool hasBias) const {
   onednn::matchThreadCount();  // the scratchpad is sized per thread
-  return Prepared(shape, epilogue, hasBias, weightsAreConstant_, layouts_).workspaceBytes;
+  try {
+    return Prepared(shape, epilogue, hasBias, weightsAreConstant_, layouts_).workspaceBytes;
+  } catch (const dnnl::error&) {
+    return 0;  // no kernel for it: run() says so
+  }
 }
 
 void OneDnnConvolution::run(const ConvShape& shape, const float* x, const float* w, const float* bias,

@@ -34,8 +34,11 @@ class OneDnnConvolution {
   OneDnnConvolution(const OneDnnConvolution&) = delete;
   OneDnnConvolution& operator=(const OneDnnConvolution&) = delete;
 
-  // Scratch bytes run() needs: the blocked copies of X and Y, of W when it is not constant, and
-  // oneDNN's own scratchpad.
+  // Whether oneDNN has a convolution for this shape (plans one; the first check is only on sizes).
+  static bool supports(const ConvShape& shape);
+
+  // Scratch bytes run() needs: the re-laid-out copies of X and Y, of W when it is not constant, and
+  // oneDNN's own scratchpad (0 when oneDNN has no kernel for the shape: run() then throws).
   uint64_t workspaceBytes(const ConvShape& shape, const Epilogue& epilogue, bool hasBias) const;
 
   // Y = epilogue(X (*) W + bias), W [M, C/group, kernel...]; bias may be null. `workspace(bytes)`

@@ -60,9 +60,23 @@ OneDnnMatMul::Prepared& OneDnnMatMul::prepared(const MatMulShape& shape, const E
   return *prepared_.back();
 }
 
+bool OneDnnMatMul::supports(const MatMulShape& shape) {
+  if (!oneDnnMatMulApplies(shape)) return false;
+  try {
+    Prepared(shape, Epilogue{}, true, true);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
 uint64_t OneDnnMatMul::workspaceBytes(const MatMulShape& shape, const Epilogue& epilogue, bool hasBias) const {
   onednn::matchThreadCount();  // the scratchpad is sized per thread
-  return Prepared(shape, epilogue, hasBias, weightsAreConstant_).pd.scratchpad_desc().get_size();
+  try {
+    return Prepared(shape, epilogue, hasBias, weightsAreConstant_).pd.scratchpad_desc().get_size();
+  } catch (const dnnl::error&) {
+    return 0;  // no kernel for it: run() says so
+  }
 }
 
 void OneDnnMatMul::run(const MatMulShape& shape, const float* a, const float* b, const float* bias,

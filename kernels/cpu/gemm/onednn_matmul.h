@@ -33,7 +33,11 @@ class OneDnnMatMul {
   OneDnnMatMul(const OneDnnMatMul&) = delete;
   OneDnnMatMul& operator=(const OneDnnMatMul&) = delete;
 
-  // Scratch bytes run() needs (oneDNN's scratchpad).
+  // Whether oneDNN has a matmul for this shape (plans one; the first check is only on sizes).
+  static bool supports(const MatMulShape& shape);
+
+  // Scratch bytes run() needs: oneDNN's scratchpad (0 when oneDNN has no kernel for the shape:
+  // run() then throws).
   uint64_t workspaceBytes(const MatMulShape& shape, const Epilogue& epilogue, bool hasBias) const;
 
   // Y = epilogue(A B + bias); bias (n values) may be null; the epilogue's own bias is ignored.

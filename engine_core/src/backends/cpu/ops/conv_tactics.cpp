@@ -153,7 +153,7 @@ void registerConvTactics(CpuKernelRegistry& registry) {
         {kOneDnnTactic,
          [](const Layer& l, const LayerInputs& in) {
            auto shape = float32ConvShape(l, in);
-           return shape && kernels::oneDnnConvApplies(*shape);
+           return shape && kernels::OneDnnConvolution::supports(*shape);
          },
          oneDnnWorkspaceBytes,
          [](const Layer& l, const LayerWeights& weights, const Tactic& tactic) { return oneDnnKernel(l, weights, tactic); },

@@ -65,7 +65,8 @@ std::optional<MatMulForm> matMulForm(const Layer& layer, const LayerShapes& dims
 bool applies(const Layer& layer, const LayerInputs& in) {
   for (size_t i = 0; i < layer.inputs.size() && i < in.types.size(); ++i)
     if (!layer.inputs[i].empty() && in.types[i] != DataType::kFloat32) return false;
-  return matMulForm(layer, in.dims).has_value();
+  auto form = matMulForm(layer, in.dims);
+  return form && kernels::OneDnnMatMul::supports(form->shape);
 }
 
 LayerShapes inputDims(const KernelContext& ctx) {
