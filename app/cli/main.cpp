@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include <kiln/error.h>
+#include <kiln/host_memory.h>
 
 #include <algorithm>
 #include <iostream>
@@ -21,6 +22,7 @@ int exitCodeFor(const kiln::Error& error) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kiln::keepFreedHostMemory();
   CLI::App app{"kiln: inspect, run, build, compare and profile ONNX models and Kiln plans", "kiln"};
   app.set_version_flag("--version", "kiln " KILN_VERSION);
   app.require_subcommand(1);

@@ -15,6 +15,8 @@
 #include <graph/graph_scene.h>
 #include <graph/graph_view.h>
 
+#include <kiln/host_memory.h>
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -156,6 +158,7 @@ int takeScreenshot(QApplication& app, MainWindow& window, const ScreenshotOption
 }  // namespace
 
 int main(int argc, char** argv) {
+  kiln::keepFreedHostMemory();
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("Kiln"));
   QApplication::setApplicationName(QStringLiteral("Kiln Studio"));

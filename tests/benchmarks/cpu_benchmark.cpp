@@ -11,6 +11,7 @@
 // with ONNX Runtime's: max rel diff = max |kiln - ort| / max |ort|.
 #include <kiln/builder.h>
 #include <kiln/error.h>
+#include <kiln/host_memory.h>
 #include <kiln/onnx_importer.h>
 #include <kiln/profile_report.h>
 #include <kiln/reference_executor.h>
@@ -271,6 +272,7 @@ void printTable(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
   Options o = parseOptions(argc, argv);
+  kiln::keepFreedHostMemory();  // as the kiln CLI and Kiln Studio do
   kiln::kernels::setCpuThreadCount(o.threads);
   openblas_set_num_threads(o.threads);
   std::printf("Kiln %s, %d threads, %s, OpenBLAS core %s (%s)\n%d rounds of %d timed runs after %d warm-up, "
