@@ -1,9 +1,13 @@
-// Runs ONNX's backend node tests (Debian package libonnx-testdata) on Kiln's CPU backend.
-// Each test runs in a child process, so a crash or hang fails that test alone. Prints one line per
-// failing test and ends with "N passed, M failed, K skipped".
+// Runs ONNX's backend node tests (Debian package libonnx-testdata) on Kiln's CPU backend: on the
+// reference executor, or (--engine) through the whole engine flow (passes, tactic timing, plan
+// file, runtime), which puts the fused kernels, the oneDNN tactics and channels-last activations
+// through the same data. Each test runs in a child process, so a crash or hang fails that test
+// alone. Prints one line per failing test and ends with "N passed, M failed, K skipped".
+#include <kiln/builder.h>
 #include <kiln/error.h>
 #include <kiln/onnx_importer.h>
 #include <kiln/reference_executor.h>
+#include <kiln/runtime.h>
 
 #include <kiln/compare.h>
 
@@ -33,7 +37,11 @@ struct Options {
   double minPassRate = 0.95;
   int timeoutSeconds = 60;
   bool verbose = false;
+  bool engine = false;  // build and run an engine instead of the reference executor
 };
+
+// A verdict that counts the test as skipped rather than failed.
+constexpr const char* kSkipPrefix = "SKIP: ";
 
 // Loads "name  reason" lines; '#' starts a comment.
 std::map<std::string, std::string> loadExcluded(const std::string& path) {
@@ -63,9 +71,38 @@ Value asDeclared(Value v, DataType declared) {
   return v;
 }
 
+// An engine for `network` built for the shapes of `feeds` (a profile pins inputs whose dims the
+// model leaves open), run on them.
+ValueMap runOnEngine(const std::shared_ptr<Network>& network, const ValueMap& feeds) {
+  BuilderConfig config;
+  OptimizationProfile profile;
+  std::map<std::string, HostTensor> inputs;
+  for (const auto& [name, value] : feeds) {
+    inputs[name] = value.tensor;
+    if (!network->tensor(name).shape.isFullyKnown())
+      profile.inputs[name] = {value.tensor.dims(), value.tensor.dims(), value.tensor.dims()};
+  }
+  if (!profile.inputs.empty()) config.profiles.push_back(profile);
+  auto engine = Runtime().load(Builder().build(*network, config).plan);
+  ValueMap results;
+  for (auto& [name, tensor] : engine->createExecutionContext()->run(inputs)) results[name] = Value(tensor);
+  return results;
+}
+
+// Why the engine cannot take this test (it runs on tensors only), or "".
+std::string engineCannotRun(const Network& network) {
+  for (const auto& name : network.runtimeInputs())
+    if (network.tensor(name).kind != ValueKind::kTensor) return "input '" + name + "' is not a tensor";
+  for (const auto& name : network.outputs())
+    if (network.tensor(name).kind != ValueKind::kTensor) return "output '" + name + "' is not a tensor";
+  return "";
+}
+
 // Runs one test directory; returns "" on success or the reason it failed.
-std::string runTest(const fs::path& dir) {
+std::string runTest(const fs::path& dir, bool onEngine) {
   auto network = OnnxImporter().importFile((dir / "model.onnx").string());
+  if (onEngine)
+    if (std::string why = engineCannotRun(*network); !why.empty()) return kSkipPrefix + why;
   ReferenceExecutor executor(network);
   std::vector<fs::path> sets;
   for (const auto& entry : fs::directory_iterator(dir))
@@ -83,7 +120,7 @@ std::string runTest(const fs::path& dir) {
       feeds[inputs[i]] = asDeclared(readValueProtoFile(file.string(), declared.kind), declared.dtype);
     }
     // Graphs may list optional inputs with no data file: leave them out only if the executor allows.
-    ValueMap results = executor.run(feeds);
+    ValueMap results = onEngine ? runOnEngine(network, feeds) : executor.run(feeds);
     const auto& outputs = network->outputs();
     for (size_t i = 0; i < outputs.size(); ++i) {
       fs::path file = set / ("output_" + std::to_string(i) + ".pb");
@@ -99,7 +136,7 @@ std::string runTest(const fs::path& dir) {
 }
 
 // Forks, runs the test in the child, and reports the child's verdict through a pipe.
-std::string runIsolated(const fs::path& dir, int timeoutSeconds) {
+std::string runIsolated(const fs::path& dir, int timeoutSeconds, bool onEngine) {
   int fds[2];
   if (pipe(fds) != 0) return "pipe failed";
   pid_t pid = fork();
@@ -108,7 +145,7 @@ std::string runIsolated(const fs::path& dir, int timeoutSeconds) {
     alarm(unsigned(timeoutSeconds));
     std::string verdict;
     try {
-      verdict = runTest(dir);
+      verdict = runTest(dir, onEngine);
     } catch (const Error& e) {
       verdict = std::string(toString(e.code())) + ": " + e.what();
     } catch (const std::exception& e) {
@@ -155,9 +192,10 @@ int main(int argc, char** argv) {
     else if (a == "--min-pass-rate") opt.minPassRate = std::stod(next());
     else if (a == "--timeout") opt.timeoutSeconds = std::stoi(next());
     else if (a == "-v" || a == "--verbose") opt.verbose = true;
+    else if (a == "--engine") opt.engine = true;
     else {
       std::cerr << "usage: kiln_onnx_node_tests --node-dir DIR [--excluded FILE] [--filter REGEX]\n"
-                   "                            [--min-pass-rate 0.95] [--timeout SECONDS] [-v]\n";
+                   "                            [--min-pass-rate 0.95] [--timeout SECONDS] [--engine] [-v]\n";
       return 2;
     }
   }
@@ -182,8 +220,11 @@ int main(int argc, char** argv) {
       if (opt.verbose) std::cout << "SKIP " << name << ": " << it->second << "\n";
       continue;
     }
-    std::string why = runIsolated(dir, opt.timeoutSeconds);
-    if (why.empty()) {
+    std::string why = runIsolated(dir, opt.timeoutSeconds, opt.engine);
+    if (why.rfind(kSkipPrefix, 0) == 0) {
+      ++skipped;
+      if (opt.verbose) std::cout << "SKIP " << name << ": " << why.substr(std::strlen(kSkipPrefix)) << "\n";
+    } else if (why.empty()) {
       ++passed;
       if (opt.verbose) std::cout << "PASS " << name << "\n";
     } else {

@@ -35,8 +35,14 @@ void requireSameInputTypes(const InferenceContext& ctx, size_t first, size_t las
 // Binary ops before opset 7 broadcast B only with broadcast=1, lining B's dims up with A's from
 // `axis` (default: A's trailing dims). Padding B with trailing 1s makes numpy broadcasting line
 // them up the same way; B's dims are returned unchanged otherwise.
+// PRelu before opset 7 had no broadcasting rule at all; its exporters (PyTorch) gave a 1-D slope
+// [C] per channel of X [N, C, ...], which the same padding lines up with axis 1.
 template <class D>
 std::vector<D> alignLegacyBroadcast(const Layer& layer, size_t rankA, std::vector<D> dimsB) {
+  if (layer.opType == "PRelu" && layer.domain.empty()) {
+    if (layer.opsetVersion < 7 && dimsB.size() == 1 && rankA > 2) dimsB.resize(rankA - 1, D(1));
+    return dimsB;
+  }
   if (layer.opsetVersion >= 7 || layer.attrInt("broadcast", 0) == 0) return dimsB;
   const int64_t rankB = int64_t(dimsB.size());
   int64_t axis = layer.attrInt("axis", int64_t(rankA) - rankB);

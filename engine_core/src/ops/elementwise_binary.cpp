@@ -72,8 +72,9 @@ void inferPRelu(InferenceContext& ctx) {
   requireInputType(ctx, 0, kSignedNumericTypes);
   requireSameInputTypes(ctx, 0, 1);
   const Shape& x = ctx.inputShape(0);
-  const Shape& slope = ctx.inputShape(1);
+  Shape slope = ctx.inputShape(1);
   if (x.hasRank() && slope.hasRank()) {
+    slope = Shape(alignLegacyBroadcast(ctx.layer(), x.rank(), slope.dims()));
     if (slope.rank() > x.rank())
       ctx.fail("slope shape " + slope.toString() + " has a higher rank than X " + x.toString() +
                "; the slope must broadcast to X");
