@@ -190,3 +190,17 @@ TEST_F(TacticSelection, ATacticThatFailsIsNoCandidate) {
 }
 
 }  // namespace
+
+// A tactic that takes channels-last activations wins a near tie (its neighbours may skip two
+// re-layouts), but not a clear loss.
+TEST_F(TacticSelection, NearTieGoesToTheChannelsLastTactic) {
+  Tactic channelsLast{"fake.channels_last"};
+  channelsLast.takesChannelsLast = true;
+  for (auto [channelsLastMs, expected] : {std::pair{1.05, "fake.channels_last"}, std::pair{1.3, "fake.linear"},
+                                          std::pair{0.8, "fake.channels_last"}}) {
+    SCOPED_TRACE(channelsLastMs);
+    FakeBackend backend({{{"fake.linear"}, 1.0}, {channelsLast, channelsLastMs}});
+    TimingCache cache;
+    EXPECT_EQ(select(backend, cache).tactic, expected);
+  }
+}

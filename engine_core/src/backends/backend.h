@@ -34,6 +34,9 @@ struct Tactic {
   std::vector<TensorFormat> inputFormats;
   TensorFormat outputFormat = TensorFormat::kLinear;
   uint64_t workspaceBytes = 0;  // scratch it needs at the input dims it was listed for
+  // Whether it can also read and write channels-last activations, so that the engine can skip
+  // re-layouts between it and its neighbours (the builder prefers it on a near tie).
+  bool takesChannelsLast = false;
 
   TensorFormat inputFormat(size_t input) const {
     return input < inputFormats.size() ? inputFormats[input] : TensorFormat::kLinear;

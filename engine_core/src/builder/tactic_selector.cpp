@@ -9,6 +9,8 @@ namespace kiln {
 namespace {
 
 constexpr int kTimedRuns = 7;
+// How much slower than the fastest a channels-last tactic may be and still be chosen.
+constexpr double kChannelsLastTieMargin = 0.10;
 
 std::string attributeText(const Attribute& a) {
   const auto& v = a.value();
@@ -192,6 +194,15 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
     if (entry.milliseconds >= 0 && (!best || entry.milliseconds < entryOf(best).milliseconds)) best = t;
   }
   if (!best) best = usable.front();  // nothing timed: the backend's best guess
+  // A near tie goes to a tactic that takes channels-last activations: its neighbours may then skip
+  // two re-layouts, worth more than the few percent given up here (resnet18's strided 1x1 convs).
+  if (!best->takesChannelsLast)
+    for (const Tactic* t : usable)
+      if (t->takesChannelsLast && entryOf(t).milliseconds >= 0 &&
+          entryOf(t).milliseconds <= entryOf(best).milliseconds * (1 + kChannelsLastTieMargin)) {
+        best = t;
+        break;
+      }
   choice.tactic = best->id;
   choice.workspaceBytes = best->workspaceBytes;
   choice.milliseconds = std::max(0.0, entryOf(best).milliseconds);

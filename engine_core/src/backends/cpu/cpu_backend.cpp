@@ -94,7 +94,8 @@ class CpuBackend : public Backend {
     std::vector<Tactic> out;
     for (const CpuTactic& t : CpuKernelRegistry::instance().tactics(layer.domain, layer.opType))
       if (!t.applies || t.applies(layer, inputs))
-        out.push_back({t.id, {}, TensorFormat::kLinear, t.workspaceBytes ? t.workspaceBytes(layer, inputs.dims) : 0});
+        out.push_back({t.id, {}, TensorFormat::kLinear, t.workspaceBytes ? t.workspaceBytes(layer, inputs.dims) : 0,
+                       t.channelsLast});
     if (out.empty()) out.push_back({referenceTacticId(layer)});
     return out;
   }
