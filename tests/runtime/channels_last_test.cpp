@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <set>
+#include <thread>
 
 using namespace kiln;
 using kiln::test::ModelBuilder;
@@ -117,3 +118,40 @@ TEST(ChannelsLast, EveryLayoutMixMatchesTheReferenceAtEveryTensor) {
 }
 
 }  // namespace
+
+// Several execution contexts of one engine run at once from their own threads (as a server would):
+// the oneDNN steps' shared primitive and packed-weight caches, the workspace-size cache and the
+// OpenMP regions started from several threads must keep each run's results its own.
+TEST(ChannelsLast, ContextsRunConcurrentlyOnOneEngine) {
+  auto network = convChain();
+  auto engine = Runtime().load(planOnOneDnn(*network));
+  constexpr int kThreads = 3, kRuns = 8;
+  std::vector<std::map<std::string, HostTensor>> inputs, expected;
+  for (int t = 0; t < kThreads * kRuns; ++t) {
+    inputs.push_back({{"x", test::randomFloats({1, 16, 10, 10}, uint32_t(100 + t))}});
+    std::map<std::string, HostTensor> want;
+    for (auto& [name, value] : ReferenceExecutor(network).run({{"x", Value(inputs.back().at("x"))}}))
+      want[name] = value.tensor;
+    expected.push_back(want);
+  }
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      auto context = engine->createExecutionContext();
+      for (int r = 0; r < kRuns && failures[t].empty(); ++r) {
+        const int i = t * kRuns + r;
+        auto got = context->run(inputs[i]);
+        for (const auto& [name, want] : expected[i])
+          for (int64_t e = 0; e < want.elementCount(); ++e)
+            if (std::fabs(got.at(name).data<float>()[e] - want.data<float>()[e]) >
+                1e-4 * (1 + std::fabs(want.data<float>()[e]))) {
+              failures[t] = "thread " + std::to_string(t) + " run " + std::to_string(r) + " output " + name +
+                            " element " + std::to_string(e);
+              break;
+            }
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  for (const auto& failure : failures) EXPECT_EQ(failure, "");
+}
