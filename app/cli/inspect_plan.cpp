@@ -29,12 +29,17 @@ void inspectPlan(const std::string& path, bool json) {
       std::cout << "profile " << p << ": " << name << " min " << dimsToString(r.min) << " opt " << dimsToString(r.opt)
                 << " max " << dimsToString(r.max) << "\n";
   std::cout << report.onnxNodeCount << " ONNX nodes -> " << report.layers.size() << " layers:\n";
+  const auto layouts = engine->nonLinearTensorLayouts();
+  auto withLayout = [&](const TensorSummary& t) {
+    auto it = layouts.find(t.name);
+    return it == layouts.end() ? t.shape : t.shape + " " + it->second;
+  };
   for (const auto& l : report.layers) {
     std::cout << "  " << std::left << std::setw(32) << l.name << " " << std::setw(20) << l.type << " " << std::setw(5)
               << l.precision << " " << l.tactic << "\n      ";
-    for (size_t i = 0; i < l.inputs.size(); ++i) std::cout << (i ? ", " : "") << l.inputs[i].shape;
+    for (size_t i = 0; i < l.inputs.size(); ++i) std::cout << (i ? ", " : "") << withLayout(l.inputs[i]);
     std::cout << " -> ";
-    for (size_t i = 0; i < l.outputs.size(); ++i) std::cout << (i ? ", " : "") << l.outputs[i].shape;
+    for (size_t i = 0; i < l.outputs.size(); ++i) std::cout << (i ? ", " : "") << withLayout(l.outputs[i]);
     if (l.origins.size() > 1 || (l.origins.size() == 1 && l.origins[0] != l.name)) {
       std::cout << "   fused from: ";
       for (size_t i = 0; i < l.origins.size(); ++i) std::cout << (i ? ", " : "") << l.origins[i];

@@ -50,6 +50,15 @@ TEST_F(CliEngine, BuildReportsFusionAndInspectNamesEveryLayersOrigins) {
   EXPECT_LE(origins, report["onnx_node_count"].get<size_t>());
   EXPECT_LT(info["layers"].size(), report["onnx_node_count"].get<size_t>());
   EXPECT_GE(fused, 5u);  // the stem and the residual blocks' convolutions
+  // Activations kept channels-last are listed by name; each is some layer's output.
+  ASSERT_TRUE(info["non_linear_layouts"].is_object());
+  for (const auto& [tensor, layout] : info["non_linear_layouts"].items()) {
+    EXPECT_EQ(layout, "nhwc") << tensor;
+    bool made = false;
+    for (const auto& layer : info["layers"])
+      for (const auto& out : layer["outputs"]) made = made || out["name"] == tensor;
+    EXPECT_TRUE(made) << tensor;
+  }
 }
 
 TEST_F(CliEngine, PlanRunsLikeTheModelAndFp16StaysClose) {

@@ -48,6 +48,9 @@ class Engine {
   std::unique_ptr<ExecutionContext> createExecutionContext() const;
   // Layer information as JSON (like TensorRT's IEngineInspector).
   std::string inspectJson() const;
+  // The activations this engine keeps in a non-linear layout between layers ("nhwc": channels-last
+  // between oneDNN convolutions); the others are linear.
+  std::map<std::string, std::string> nonLinearTensorLayouts() const;
   const EngineDescription& description() const { return *description_; }
 
  private:

@@ -50,7 +50,18 @@ std::string Engine::inspectJson() const {
     io.push_back({{"name", t.name}, {"kind", t.isInput ? "input" : "output"},
                   {"dtype", std::string(toString(t.dtype))}, {"shape", t.shape.toString()}});
   j["io"] = io;
+  j["non_linear_layouts"] = nonLinearTensorLayouts();
   return j.dump(2);
+}
+
+std::map<std::string, std::string> Engine::nonLinearTensorLayouts() const {
+  std::map<std::string, std::string> layouts;
+  const auto& layers = description_->network->layers();
+  for (size_t i = 0; i < layers.size() && i < description_->steps.size(); ++i) {
+    const TensorFormat format = description_->steps[i]->tactic().outputFormat;
+    if (format != TensorFormat::kLinear && !layers[i].outputs.empty()) layouts[layers[i].outputs[0]] = toString(format);
+  }
+  return layouts;
 }
 
 std::shared_ptr<Engine> Runtime::load(const std::vector<uint8_t>& plan) const {
