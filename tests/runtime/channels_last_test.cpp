@@ -27,7 +27,8 @@ namespace {
 
 using namespace kiln::test::onnx_types;
 
-// Six 3x3 convolutions (16 channels, 10x10) with Relu, three adding a residual first:
+// Six 3x3 convolutions (16 channels, 10x10) with Relu, three adding a residual first (the pool
+// stays on Kiln's NCHW kernel):
 //   y1 = conv(x)            read by conv2 (input) and conv3 (residual)      -> NHWC
 //   y2 = conv(y1)           read by conv3                                   -> NHWC
 //   y3 = conv(y2) + y1      read by conv4, conv5 (residual) and GlobalAveragePool -> NCHW
@@ -58,17 +59,23 @@ std::shared_ptr<Network> convChain() {
   return OnnxImporter().importBytes(mb.bytes());
 }
 
-// The built plan with every convolution on the oneDNN tactic.
-std::vector<uint8_t> planOnOneDnn(const Network& network) {
+// The built plan with every convolution on its oneDNN tactic, and every pool on oneDNN's (`pools`)
+// or Kiln's; `expected` layers forced onto oneDNN.
+std::vector<uint8_t> planOnOneDnn(const Network& network, bool pools = false, int expected = 6) {
   BuildResult built = Builder().build(network, BuilderConfig{});
   auto description = readPlan(built.plan);
-  int convs = 0;
-  for (size_t i = 0; i < description->network->layers().size(); ++i)
-    if (description->network->layers()[i].opType.find("Conv") != std::string::npos) {
+  int forced = 0;
+  for (size_t i = 0; i < description->network->layers().size(); ++i) {
+    const std::string& op = description->network->layers()[i].opType;
+    if (op.find("Conv") != std::string::npos) {
       description->decisions[i].tactic = "cpu.conv.onednn";
-      ++convs;
+      ++forced;
+    } else if (op.find("Pool") != std::string::npos) {  // whatever the timing chose
+      description->decisions[i].tactic = pools ? "cpu.pool.onednn" : "cpu.pool.kiln";
+      forced += pools;
     }
-  EXPECT_EQ(convs, 6);
+  }
+  EXPECT_EQ(forced, expected);
   return writePlan(*description);
 }
 
@@ -118,6 +125,30 @@ TEST(ChannelsLast, EveryLayoutMixMatchesTheReferenceAtEveryTensor) {
 }
 
 }  // namespace
+
+// A CNN's stem and head: conv -> MaxPool -> conv -> GlobalAveragePool, all on oneDNN. The pool
+// keeps the chain channels-last; the head's output (a graph output) is NCHW.
+TEST(ChannelsLast, PoolsCarryTheLayoutThroughStemAndHead) {
+  ModelBuilder mb;
+  mb.input("x", kFloat, {2, 8, 16, 16}).output("pooled");
+  mb.initializer("w1", test::randomFloats({16, 8, 3, 3}, 31, -0.3f, 0.3f)).initializer("w2", test::randomFloats({16, 16, 3, 3}, 32, -0.3f, 0.3f));
+  ModelBuilder::setInts(mb.node("Conv", {"x", "w1"}, {"c1"}, "stem"), "pads", {1, 1, 1, 1});
+  auto& pool = mb.node("MaxPool", {"c1"}, {"p1"}, "maxpool");
+  ModelBuilder::setInts(pool, "kernel_shape", {3, 3});
+  ModelBuilder::setInts(pool, "strides", {2, 2});
+  ModelBuilder::setInts(pool, "pads", {1, 1, 1, 1});
+  ModelBuilder::setInts(mb.node("Conv", {"p1", "w2"}, {"c2"}, "block"), "pads", {1, 1, 1, 1});
+  mb.node("GlobalAveragePool", {"c2"}, {"pooled"}, "head");
+  auto network = OnnxImporter().importBytes(mb.bytes());
+  auto engine = Runtime().load(planOnOneDnn(*network, /*pools=*/true, 4));
+  const auto layouts = engine->nonLinearTensorLayouts();
+  EXPECT_EQ(layouts, (std::map<std::string, std::string>{{"c1", "nhwc"}, {"p1", "nhwc"}, {"c2", "nhwc"}}));
+  const std::map<std::string, HostTensor> inputs = {{"x", test::randomFloats({2, 8, 16, 16}, 33)}};
+  const ComparisonReport report =
+      compareRunners(makeReferenceRunner(network), makeEngineRunner(engine), inputs, Tolerance{1e-4, 1e-4}, true);
+  EXPECT_TRUE(report.pass) << report.toJson();
+  EXPECT_EQ(report.layers.size(), 4u);
+}
 
 // Several execution contexts of one engine run at once from their own threads (as a server would):
 // the oneDNN steps' shared primitive and packed-weight caches, the workspace-size cache and the

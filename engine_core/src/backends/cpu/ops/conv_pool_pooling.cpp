@@ -149,7 +149,10 @@ void runRoiAlign(KernelContext& ctx) {
 
 }  // namespace
 
+void registerPoolTactics(CpuKernelRegistry& registry);
+
 void registerPoolingCpuKernels(CpuKernelRegistry& registry) {
+  registerPoolTactics(registry);
   registry.add("MaxPool", runMaxPool);
   registry.add("AveragePool", runAveragePool);
   registry.add("LpPool", runLpPool);

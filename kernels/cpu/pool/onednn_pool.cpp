@@ -1,0 +1,146 @@
+#include "onednn_pool.h"
+
+#include "../common/onednn_support.h"
+
+#include <climits>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace kiln::kernels {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using onednn::cpuEngine;
+
+// The right padding oneDNN needs for the output size (ceil mode can ask for more than ONNX's pads).
+int64_t rightPadding(const SpatialWindow& w, int axis) {
+  return (w.out[axis] - 1) * w.stride[axis] + (w.kernel[axis] - 1) * w.dilation[axis] + 1 - w.in[axis] -
+         w.padBegin[axis];
+}
+
+bool samePool(const PoolShape& a, const PoolShape& b) {
+  if (a.batch != b.batch || a.channels != b.channels || a.kind != b.kind) return false;
+  const SpatialWindow &x = a.window, &y = b.window;
+  for (int i = 0; i < kMaxSpatialRank; ++i)
+    if (x.in[i] != y.in[i] || x.out[i] != y.out[i] || x.kernel[i] != y.kernel[i] || x.stride[i] != y.stride[i] ||
+        x.dilation[i] != y.dilation[i] || x.padBegin[i] != y.padBegin[i] || x.padEnd[i] != y.padEnd[i])
+      return false;
+  return true;
+}
+
+}  // namespace
+
+struct OneDnnPooling::Prepared {
+  PoolShape shape;
+  memory::desc plainX, plainY, workX, workY;  // the caller's layouts and the primitive's (NHWC)
+  dnnl::pooling_v2_forward::primitive_desc pd;
+  dnnl::pooling_v2_forward pool;
+  std::optional<dnnl::reorder> xIn, yOut;
+  uint64_t xOffset = 0, yOffset = 0, scratchOffset = 0, workspaceBytes = 0;
+
+  Prepared(const PoolShape& s, bool xChannelsLast, bool yChannelsLast) : shape(s) {
+    const SpatialWindow& w = s.window;
+    if (w.in[0] != 1 || w.out[0] != 1 || w.kernel[0] != 1)
+      throw std::invalid_argument("oneDNN pooling: 2-D pools only");
+    const auto f32 = memory::data_type::f32;
+    const memory::dims src{s.batch, s.channels, w.in[1], w.in[2]}, dst{s.batch, s.channels, w.out[1], w.out[2]};
+    plainX = memory::desc(src, f32, xChannelsLast ? Tag::nhwc : Tag::nchw);
+    plainY = memory::desc(dst, f32, yChannelsLast ? Tag::nhwc : Tag::nchw);
+    workX = memory::desc(src, f32, Tag::nhwc);
+    workY = memory::desc(dst, f32, Tag::nhwc);
+    const auto algorithm = s.kind == PoolKind::kMax                       ? dnnl::algorithm::pooling_max
+                           : s.kind == PoolKind::kAverageIncludingPadding ? dnnl::algorithm::pooling_avg_include_padding
+                                                                          : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    pd = dnnl::pooling_v2_forward::primitive_desc(
+        dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, algorithm, workX, workY,
+                                       {w.stride[1], w.stride[2]}, {w.kernel[1], w.kernel[2]},
+                                       {w.dilation[1] - 1, w.dilation[2] - 1}, {w.padBegin[1], w.padBegin[2]},
+                                       {rightPadding(w, 1), rightPadding(w, 2)}),
+        attr, cpuEngine());
+    uint64_t offset = 0;
+    auto carve = [&](uint64_t bytes) {
+      const uint64_t at = offset;
+      offset += onednn::aligned(bytes);
+      return at;
+    };
+    if (plainX != workX) xOffset = carve(workX.get_size());
+    if (plainY != workY) yOffset = carve(workY.get_size());
+    scratchOffset = carve(pd.scratchpad_desc().get_size());
+    workspaceBytes = offset;
+  }
+
+  void compile() {
+    pool = dnnl::pooling_v2_forward(pd);
+    if (plainX != workX) xIn = dnnl::reorder(dnnl::reorder::primitive_desc(cpuEngine(), plainX, cpuEngine(), workX));
+    if (plainY != workY) yOut = dnnl::reorder(dnnl::reorder::primitive_desc(cpuEngine(), workY, cpuEngine(), plainY));
+  }
+};
+
+OneDnnPooling::OneDnnPooling(bool xChannelsLast, bool yChannelsLast)
+    : xChannelsLast_(xChannelsLast), yChannelsLast_(yChannelsLast) {}
+OneDnnPooling::~OneDnnPooling() = default;
+
+bool OneDnnPooling::supports(const PoolShape& shape) {
+  const SpatialWindow& w = shape.window;
+  if (shape.batch <= 0 || shape.channels <= 0 || w.in[0] != 1 || w.out[0] != 1 || w.kernel[0] != 1) return false;
+  if (shape.batch * shape.channels * w.inSize() > INT_MAX) return false;
+  for (int axis = 1; axis < kMaxSpatialRank; ++axis)
+    if (rightPadding(w, axis) < 0 ||
+        (shape.kind == PoolKind::kAverageIncludingPadding && rightPadding(w, axis) != w.padEnd[axis]))
+      return false;
+  try {
+    Prepared(shape, false, false);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+uint64_t OneDnnPooling::workspaceBytes(const PoolShape& shape) const {
+  onednn::matchThreadCount();
+  try {
+    return Prepared(shape, xChannelsLast_, yChannelsLast_).workspaceBytes;
+  } catch (const std::exception&) {
+    return 0;  // unsupported: run() says so
+  }
+}
+
+OneDnnPooling::Prepared& OneDnnPooling::prepared(const PoolShape& shape) {
+  std::lock_guard lock(mutex_);
+  for (auto& p : prepared_)
+    if (samePool(p->shape, shape)) return *p;
+  onednn::matchThreadCount();
+  auto p = std::make_unique<Prepared>(shape, xChannelsLast_, yChannelsLast_);
+  p->compile();
+  prepared_.push_back(std::move(p));
+  return *prepared_.back();
+}
+
+void OneDnnPooling::run(const PoolShape& shape, const float* x, float* y,
+                        const std::function<void*(uint64_t)>& workspace) {
+  Prepared& p = prepared(shape);
+  onednn::matchThreadCount();
+  dnnl::engine& engine = cpuEngine();
+  dnnl::stream stream(engine);
+  char* scratch = static_cast<char*>(workspace(p.workspaceBytes));
+  auto at = [&](const memory::desc& desc, const void* data) { return memory(desc, engine, const_cast<void*>(data)); };
+  memory src = at(p.plainX, x);
+  if (p.xIn) {
+    memory work = at(p.workX, scratch + p.xOffset);
+    p.xIn->execute(stream, src, work);
+    src = work;
+  }
+  memory plainDst = at(p.plainY, y);
+  memory dst = p.yOut ? at(p.workY, scratch + p.yOffset) : plainDst;
+  p.pool.execute(stream, {{DNNL_ARG_SRC, src},
+                          {DNNL_ARG_DST, dst},
+                          {DNNL_ARG_SCRATCHPAD, at(p.pd.scratchpad_desc(), scratch + p.scratchOffset)}});
+  if (p.yOut) p.yOut->execute(stream, dst, plainDst);
+  stream.wait();
+}
+
+}  // namespace kiln::kernels
