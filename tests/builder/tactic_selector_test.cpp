@@ -39,6 +39,7 @@ struct FakeTactic {
   Tactic tactic;
   double milliseconds;
   bool fails = false;  // instantiate throws, as for a tactic that cannot run the layer
+  double channelsLastMilliseconds = -1;  // when asked to read NHWC (>= 0)
 };
 
 class FakeStep : public Step {
@@ -77,7 +78,9 @@ class FakeBackend : public Backend {
     for (const auto& t : offered_)
       if (t.tactic.id == tactic.id) {
         if (t.fails) throw Error(ErrorCode::kUnsupported, layer.describe() + ": not on this device");
-        return std::make_unique<FakeStep>(t.tactic, t.milliseconds, runs[t.tactic.id]);
+        const bool nhwc = tactic.inputFormat(0) == TensorFormat::kNHWC && t.channelsLastMilliseconds >= 0;
+        return std::make_unique<FakeStep>(tactic, nhwc ? t.channelsLastMilliseconds : t.milliseconds,
+                                          runs[t.tactic.id]);
       }
     throw Error(ErrorCode::kInvalidArgument, "unknown tactic " + tactic.id);
   }
@@ -101,9 +104,11 @@ class TacticSelection : public ::testing::Test {
     network_.addLayer(relu);
     network_.markOutput("y");
   }
-  TacticChoice select(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit = 1 << 20) {
+  TacticChoice select(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit = 1 << 20,
+                      const std::vector<TensorFormat>& likelyInputFormats = {}) {
     return TacticSelector(backend, cache, workspaceLimit)
-        .select(network_, network_.layers()[0], Precision::kFP32, {{"x", {2, 4}}}, {{"x", {8, 4}}});
+        .select(network_, network_.layers()[0], Precision::kFP32, {{"x", {2, 4}}}, {{"x", {8, 4}}},
+                likelyInputFormats);
   }
   Network network_;
 };
@@ -203,4 +208,20 @@ TEST_F(TacticSelection, NearTieGoesToTheChannelsLastTactic) {
     TimingCache cache;
     EXPECT_EQ(select(backend, cache).tactic, expected);
   }
+}
+
+// Inside a channels-last chain a tactic that takes it is timed reading NHWC (as it will run there):
+// it wins there, loses where its input comes linear, and the two timings are cached apart.
+TEST_F(TacticSelection, ChannelsLastTacticsAreTimedTheWayTheyRunInAChain) {
+  Tactic channelsLast{"fake.channels_last"};
+  channelsLast.takesChannelsLast = true;
+  FakeBackend backend({{{"fake.linear"}, 1.0}, {channelsLast, 2.0, false, 0.5}});
+  TimingCache cache;
+  EXPECT_EQ(select(backend, cache).tactic, "fake.linear");
+  const TacticChoice chained = select(backend, cache, 1 << 20, {TensorFormat::kNHWC});
+  EXPECT_EQ(chained.tactic, "fake.channels_last");
+  EXPECT_TRUE(chained.takesChannelsLast);
+  EXPECT_TRUE(chained.timed);  // not the linear timing from the cache
+  EXPECT_NEAR(candidate(chained, "fake.channels_last").milliseconds, 0.5, 1e-9);
+  EXPECT_TRUE(select(backend, cache, 1 << 20, {TensorFormat::kNHWC}).fromCache);
 }

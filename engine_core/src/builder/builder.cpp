@@ -12,6 +12,7 @@
 #include "tactic_selector.h"
 
 #include <chrono>
+#include <set>
 
 namespace kiln {
 namespace {
@@ -136,11 +137,20 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   TacticSelector selector(*backend, cache, config.workspaceBytes);
   std::vector<TacticChoice> choices;
   int64_t skippedTactics = 0, largestSkipped = 0;
+  // 4-D outputs of layers on channels-last tactics: their readers will likely get them NHWC.
+  std::set<std::string> likelyChannelsLast;
   for (size_t i = 0; i < network->layers().size(); ++i) {
     const Layer& l = network->layers()[i];
     progress.report("tactics", 0.35 + 0.45 * double(i) / double(std::max<size_t>(1, network->layers().size())), l.name);
-    choices.push_back(selector.select(*network, l, decisions[i].precision, optShapes, maxShapes));
+    std::vector<TensorFormat> likelyInputs;
+    for (const auto& input : l.inputs)
+      likelyInputs.push_back(likelyChannelsLast.count(input) ? TensorFormat::kNHWC : TensorFormat::kLinear);
+    choices.push_back(selector.select(*network, l, decisions[i].precision, optShapes, maxShapes, likelyInputs));
     decisions[i].tactic = choices.back().tactic;
+    if (choices.back().takesChannelsLast && decisions[i].precision == Precision::kFP32 && !l.outputs.empty()) {
+      auto dims = optShapes.find(l.outputs[0]);
+      if (dims != optShapes.end() && dims->second.size() == 4) likelyChannelsLast.insert(l.outputs[0]);
+    }
     for (const auto& c : choices.back().candidates)
       if (c.status.rfind("skipped", 0) == 0) {
         ++skippedTactics;

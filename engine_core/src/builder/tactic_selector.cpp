@@ -153,9 +153,23 @@ void TacticSelector::timeCandidates(const Network& network, const Layer& layer, 
 }
 
 TacticChoice TacticSelector::select(const Network& network, const Layer& layer, Precision precision,
-                                    const TensorShapes& optShapes, const TensorShapes& maxShapes) {
+                                    const TensorShapes& optShapes, const TensorShapes& maxShapes,
+                                    const std::vector<TensorFormat>& likelyInputFormats) {
   auto candidates = backend_.tactics(layer, precision, describeInputs(network, layer, maxShapes));
   if (candidates.empty()) throw Error(ErrorCode::kInternal, layer.describe() + " has no tactic");
+  // In a channels-last chain, time the tactics that take it the way they will run there.
+  const bool inChain = std::find(likelyInputFormats.begin(), likelyInputFormats.end(), TensorFormat::kNHWC) !=
+                       likelyInputFormats.end();
+  std::string layoutKey;
+  if (inChain) {
+    layoutKey = "|in:";
+    for (TensorFormat f : likelyInputFormats) layoutKey += std::string(toString(f)) + ",";
+    for (Tactic& t : candidates)
+      if (t.takesChannelsLast) {
+        t.inputFormats = likelyInputFormats;
+        t.outputFormat = TensorFormat::kNHWC;
+      }
+  }
   TacticChoice choice;
   std::vector<const Tactic*> usable;
   for (const Tactic& t : candidates) {
@@ -173,7 +187,7 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
                                                  "); raise the workspace limit (--workspace)");
   auto entryOf = [&](const Tactic* t) -> TacticCandidate& { return choice.candidates[size_t(t - candidates.data())]; };
   if (usable.size() == 1) entryOf(usable[0]).status = "only candidate";
-  const std::string base = usable.size() > 1 ? signature(network, layer, precision, optShapes) : "";
+  const std::string base = usable.size() > 1 ? signature(network, layer, precision, optShapes) + layoutKey : "";
   std::vector<const Tactic*> toTime;
   std::vector<TacticCandidate*> toTimeEntries;
   for (const Tactic* t : usable) {
@@ -204,6 +218,7 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
         break;
       }
   choice.tactic = best->id;
+  choice.takesChannelsLast = best->takesChannelsLast;
   choice.workspaceBytes = best->workspaceBytes;
   choice.milliseconds = std::max(0.0, entryOf(best).milliseconds);
   choice.timed = !toTime.empty();

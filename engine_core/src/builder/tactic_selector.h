@@ -23,6 +23,7 @@ struct TacticChoice {
   bool fromCache = false;   // every time came from the timing cache
   double milliseconds = 0;  // of the chosen tactic, when known
   uint64_t workspaceBytes = 0;
+  bool takesChannelsLast = false;  // the chosen tactic's Tactic::takesChannelsLast
   std::vector<TacticCandidate> candidates;
 };
 
@@ -34,9 +35,11 @@ class TacticSelector {
   TacticSelector(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit)
       : backend_(backend), cache_(cache), workspaceLimit_(workspaceLimit) {}
   // `optShapes` are timed; the workspace must cover `maxShapes`. Throws kInvalidArgument naming the
-  // layer when every candidate needs more workspace than the limit.
+  // layer when every candidate needs more workspace than the limit. `likelyInputFormats` (per input;
+  // empty: all linear) are the layouts the layer's producers will probably hand it: tactics that take
+  // channels-last are timed reading those and writing channels-last, as they would run in a chain.
   TacticChoice select(const Network& network, const Layer& layer, Precision precision, const TensorShapes& optShapes,
-                      const TensorShapes& maxShapes);
+                      const TensorShapes& maxShapes, const std::vector<TensorFormat>& likelyInputFormats = {});
 
  private:
   struct TimedRun;
