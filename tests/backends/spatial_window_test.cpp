@@ -58,21 +58,23 @@ TEST(SpatialWindow, RowsAndWidthTapsVisitExactlyTheInImageReads) {
     const SpatialWindow w = randomWindow(rng);
     const std::vector<WidthTap> taps = widthTaps(w);
     std::set<std::pair<int64_t, Read>> byOutputRow, byKernelRow;
+    // Every read of the in-image row pair (od, oh) x (kd, kh) along W, by the width taps.
+    auto addRowReads = [&](std::set<std::pair<int64_t, Read>>& reads, int64_t od, int64_t oh, int64_t kd, int64_t kh,
+                           int64_t inputRow) {
+      for (int64_t kw = 0; kw < w.kernel[2]; ++kw)
+        for (int64_t ow = taps[size_t(kw)].begin; ow < taps[size_t(kw)].end; ++ow)
+          reads.insert({(od * w.out[1] + oh) * w.out[2] + ow,
+                        {{kd, kh, kw}, inputRow + ow * w.stride[2] + taps[size_t(kw)].offset}});
+    };
     for (int64_t od = 0; od < w.out[0]; ++od)
       for (int64_t oh = 0; oh < w.out[1]; ++oh)
         forEachInImageRow(w, od, oh, [&](int64_t kd, int64_t kh, int64_t inputRow) {
-          for (int64_t kw = 0; kw < w.kernel[2]; ++kw)
-            for (int64_t ow = taps[size_t(kw)].begin; ow < taps[size_t(kw)].end; ++ow)
-              byOutputRow.insert({(od * w.out[1] + oh) * w.out[2] + ow,
-                                  {{kd, kh, kw}, inputRow + ow * w.stride[2] + taps[size_t(kw)].offset}});
+          addRowReads(byOutputRow, od, oh, kd, kh, inputRow);
         });
     for (int64_t kd = 0; kd < w.kernel[0]; ++kd)
       for (int64_t kh = 0; kh < w.kernel[1]; ++kh)
         forEachOutputRowInImage(w, kd, kh, [&](int64_t od, int64_t oh, int64_t inputRow) {
-          for (int64_t kw = 0; kw < w.kernel[2]; ++kw)
-            for (int64_t ow = taps[size_t(kw)].begin; ow < taps[size_t(kw)].end; ++ow)
-              byKernelRow.insert({(od * w.out[1] + oh) * w.out[2] + ow,
-                                  {{kd, kh, kw}, inputRow + ow * w.stride[2] + taps[size_t(kw)].offset}});
+          addRowReads(byKernelRow, od, oh, kd, kh, inputRow);
         });
     const auto expected = bruteForceReads(w);
     ASSERT_EQ(byOutputRow, expected) << "trial " << trial;

@@ -25,7 +25,6 @@ struct ExecutionContext::State {
   std::unique_ptr<Stream> stream;
   std::unique_ptr<Event> layerStart, layerEnd;  // per-layer times for the profiler
   std::vector<std::shared_ptr<const Step>> steps;
-  std::unordered_map<std::string, TensorFormat> formats;  // activations kept non-linear between steps
   DeviceBuffer workspace;  // grown to the largest step's need
   uint64_t workspaceBytes = 0;
   std::vector<size_t> order;
@@ -71,7 +70,6 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const EngineDescription> desc
   state_->layerEnd = state_->backend->createEvent();
   state_->steps = description_->steps.size() == net.layers().size() ? description_->steps
                                                                        : instantiateSteps(*state_->backend, *description_);
-  state_->formats = engineTensorFormats(*state_->backend, *description_);
   state_->order = net.topologicalOrder();
   state_->lastUse = lastUseSteps(net, state_->order);
   for (const auto& a : description_->memory.assignments) state_->planned[a.tensor] = a;
@@ -250,7 +248,8 @@ std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::stri
           v.tensor = narrowInPlace(v.tensor, storageType(decision.precision));
       }
       if (observer_ && !v.isSequence() && v.hasElement && !v.tensor.empty()) {
-        const bool channelsLast = state_->formats.count(layer.outputs[i]) != 0;  // shown in its dims' order
+        // A channels-last output (the step's tactic says so) is shown in its dims' order.
+        const bool channelsLast = i == 0 && layerStep.tactic().outputFormat == TensorFormat::kNHWC;
         observer_(layer.outputs[i], layer.name,
                   channelsLast ? channelsLastToLinear(v.tensor)
                   : v.tensor.dtype() == DataType::kFloat16 || v.tensor.dtype() == DataType::kBFloat16

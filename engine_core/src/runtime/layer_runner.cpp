@@ -23,15 +23,9 @@ Tensor describeValue(const std::string& name, const Value& v) {
   return t;
 }
 
-const CpuKernelFn& cpuKernelFor(const Layer& layer) {
-  const CpuKernelFn* kernel = CpuKernelRegistry::instance().find(layer.domain, layer.opType);
-  if (!kernel || !OpSchemaRegistry::instance().find(layer.domain, layer.opType))
-    throw Error(ErrorCode::kUnsupported, layer.describe() + ": op '" + layer.opType + "' (domain '" +
-                                             (layer.domain.empty() ? "ai.onnx" : layer.domain) +
-                                             "') is not supported by the CPU backend");
-  return *kernel;
-}
+namespace {
 
+// The activations the engine keeps in a non-linear layout.
 std::unordered_map<std::string, TensorFormat> engineTensorFormats(const Backend& backend, const EngineDescription& d) {
   std::vector<std::string> tactics;
   std::vector<Precision> precisions;
@@ -40,6 +34,17 @@ std::unordered_map<std::string, TensorFormat> engineTensorFormats(const Backend&
     precisions.push_back(decision.precision);
   }
   return backend.tensorFormats(*d.network, tactics, precisions);
+}
+
+}  // namespace
+
+const CpuKernelFn& cpuKernelFor(const Layer& layer) {
+  const CpuKernelFn* kernel = CpuKernelRegistry::instance().find(layer.domain, layer.opType);
+  if (!kernel || !OpSchemaRegistry::instance().find(layer.domain, layer.opType))
+    throw Error(ErrorCode::kUnsupported, layer.describe() + ": op '" + layer.opType + "' (domain '" +
+                                             (layer.domain.empty() ? "ai.onnx" : layer.domain) +
+                                             "') is not supported by the CPU backend");
+  return *kernel;
 }
 
 std::vector<std::shared_ptr<const Step>> instantiateSteps(const Backend& backend, const EngineDescription& d) {

@@ -37,11 +37,8 @@ std::vector<Value> executeGraphCached(const Network& graph, const std::vector<Va
                                       const std::function<const Value*(const std::string&)>& outer,
                                       const ReferenceExecutorOptions& options, SubgraphRunCache& cache);
 
-// The activations the engine keeps in a non-linear layout (Backend::tensorFormats of its tactics).
-std::unordered_map<std::string, TensorFormat> engineTensorFormats(const Backend& backend,
-                                                                  const EngineDescription& description);
-
-// Every layer of the engine on the tactic its plan names, with the activation layouts above;
+// Every layer of the engine on the tactic its plan names, with the activation layouts the backend
+// keeps between them (Backend::tensorFormats; each step's tactic carries its own);
 // throws kInvalidArgument naming the layer and the tactic when the backend has no such tactic.
 std::vector<std::shared_ptr<const Step>> instantiateSteps(const Backend& backend, const EngineDescription& description);
 

@@ -6,6 +6,7 @@
 #include <dnnl.hpp>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -25,6 +26,38 @@ dnnl::post_ops epiloguePostOps(const Epilogue& epilogue);
 bool sameEpilogueKind(const Epilogue& a, const Epilogue& b);
 
 inline uint64_t aligned(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// oneDNN memory over a caller's buffer (oneDNN takes non-const pointers; inputs are only read).
+inline dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data) {
+  return dnnl::memory(desc, cpuEngine(), const_cast<void*>(data));
+}
+
+// The workspace `plan()` works out for the current team size, or 0 when oneDNN has no kernel for
+// the shape (the run then throws, saying so).
+template <class Plan>
+uint64_t plannedBytesOrZero(Plan&& plan) {
+  matchThreadCount();  // scratchpads are sized per thread
+  try {
+    return plan();
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// Buffers placed one after another in a workspace, each 64-byte aligned.
+class ScratchLayout {
+ public:
+  // The offset of a new buffer of `bytes`.
+  uint64_t add(uint64_t bytes) {
+    const uint64_t offset = total_;
+    total_ += aligned(bytes);
+    return offset;
+  }
+  uint64_t total() const { return total_; }
+
+ private:
+  uint64_t total_ = 0;
+};
 
 // Constant weights in the layouts the primitives asked for, each made once from the plain weights
 // and shared by every primitive (shape) that wants the same layout. Thread-safe.

@@ -19,6 +19,8 @@ struct SpatialWindow {
   int64_t padBegin[kMaxSpatialRank] = {0, 0, 0};
   int64_t padEnd[kMaxSpatialRank] = {0, 0, 0};  // only AveragePool with count_include_pad reads it
 
+  bool operator==(const SpatialWindow&) const = default;
+
   int64_t inSize() const { return in[0] * in[1] * in[2]; }
   int64_t outSize() const { return out[0] * out[1] * out[2]; }
   int64_t kernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }

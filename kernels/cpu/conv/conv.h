@@ -17,6 +17,8 @@ struct ConvShape {
   int64_t outChannels = 1;  // M of Y
   int64_t group = 1;
   SpatialWindow window;  // for convTranspose: the forward convolution from Y to X (in = Y, out = X)
+
+  bool operator==(const ConvShape&) const = default;
 };
 
 // Y[N, M, out] = X[N, C, in] (*) W[M, C/group, kernel] + bias[M]; bias may be null.

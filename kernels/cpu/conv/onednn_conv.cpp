@@ -40,17 +40,6 @@ Tag plainWeightsTag(int rank, bool grouped) {
   return rank == 1 ? Tag::oiw : rank == 2 ? Tag::oihw : Tag::oidhw;
 }
 
-bool sameShape(const ConvShape& a, const ConvShape& b) {
-  if (a.batch != b.batch || a.inChannels != b.inChannels || a.outChannels != b.outChannels || a.group != b.group)
-    return false;
-  const SpatialWindow &x = a.window, &y = b.window;
-  for (int i = 0; i < kMaxSpatialRank; ++i)
-    if (x.in[i] != y.in[i] || x.out[i] != y.out[i] || x.kernel[i] != y.kernel[i] || x.stride[i] != y.stride[i] ||
-        x.dilation[i] != y.dilation[i] || x.padBegin[i] != y.padBegin[i] || x.padEnd[i] != y.padEnd[i])
-      return false;
-  return true;
-}
-
 }  // namespace
 
 bool oneDnnConvApplies(const ConvShape& shape) {
@@ -118,20 +107,16 @@ OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue
               : dnnl::convolution_forward::desc(kind, direct, anySrc, anyWeights, anyDst, strides, dilates, padL, padR),
       attr, cpuEngine());
 
-  uint64_t offset = 0;
-  auto carve = [&](uint64_t bytes) {
-    const uint64_t at = offset;
-    offset += onednn::aligned(bytes);
-    return at;
-  };
-  if (pd.src_desc() != plainSrc) srcOffset = carve(pd.src_desc().get_size());
-  if (pd.dst_desc() != plainDst) dstOffset = carve(pd.dst_desc().get_size());
+  onednn::ScratchLayout scratch;
+  if (pd.src_desc() != plainSrc) srcOffset = scratch.add(pd.src_desc().get_size());
+  if (pd.dst_desc() != plainDst) dstOffset = scratch.add(pd.dst_desc().get_size());
   // A residual laid out unlike Y itself is re-laid out beside it first (Y may share its memory).
   if (epilogue.residual && pd.dst_desc() == plainDst && plainResidual != plainDst)
-    residualOffset = carve(plainDst.get_size());
-  if (pd.weights_desc() != plainWeights && !weightsAreConstant) weightsOffset = carve(pd.weights_desc().get_size());
-  scratchOffset = carve(pd.scratchpad_desc().get_size());
-  workspaceBytes = offset;
+    residualOffset = scratch.add(plainDst.get_size());
+  if (pd.weights_desc() != plainWeights && !weightsAreConstant)
+    weightsOffset = scratch.add(pd.weights_desc().get_size());
+  scratchOffset = scratch.add(pd.scratchpad_desc().get_size());
+  workspaceBytes = scratch.total();
 }
 
 void OneDnnConvolution::Prepared::compile() {
@@ -154,14 +139,15 @@ OneDnnConvolution::~OneDnnConvolution() = default;
 
 OneDnnConvolution::Prepared& OneDnnConvolution::prepared(const ConvShape& shape, const Epilogue& epilogue,
                                                           bool hasBias) {
-  std::lock_guard lock(mutex_);
-  for (auto& p : prepared_)
-    if (p->hasBias == hasBias && sameShape(p->shape, shape) && onednn::sameEpilogueKind(p->epilogueKind, epilogue)) return *p;
-  onednn::matchThreadCount();
-  auto p = std::make_unique<Prepared>(shape, epilogue, hasBias, weightsAreConstant_, layouts_);
-  p->compile();
-  prepared_.push_back(std::move(p));
-  return *prepared_.back();
+  return prepared_.findOrMake(
+      [&](const Prepared& p) {
+        return p.hasBias == hasBias && p.shape == shape && onednn::sameEpilogueKind(p.epilogueKind, epilogue);
+      },
+      [&] {
+        auto p = std::make_unique<Prepared>(shape, epilogue, hasBias, weightsAreConstant_, layouts_);
+        p->compile();
+        return p;
+      });
 }
 
 bool OneDnnConvolution::supports(const ConvShape& shape) {
@@ -175,54 +161,49 @@ bool OneDnnConvolution::supports(const ConvShape& shape) {
 }
 
 uint64_t OneDnnConvolution::workspaceBytes(const ConvShape& shape, const Epilogue& epilogue, bool hasBias) const {
-  onednn::matchThreadCount();  // the scratchpad is sized per thread
-  try {
-    return Prepared(shape, epilogue, hasBias, weightsAreConstant_, layouts_).workspaceBytes;
-  } catch (const dnnl::error&) {
-    return 0;  // no kernel for it: run() says so
-  }
+  return onednn::plannedBytesOrZero(
+      [&] { return Prepared(shape, epilogue, hasBias, weightsAreConstant_, layouts_).workspaceBytes; });
 }
 
 void OneDnnConvolution::run(const ConvShape& shape, const float* x, const float* w, const float* bias,
                             const Epilogue& epilogue, float* y, const std::function<void*(uint64_t)>& workspace) {
+  onednn::matchThreadCount();  // before planning: oneDNN blocks its work for the team size
   Prepared& p = prepared(shape, epilogue, bias != nullptr);
-  onednn::matchThreadCount();
-  dnnl::engine& engine = cpuEngine();
-  dnnl::stream stream(engine);
+  dnnl::stream stream(cpuEngine());
   char* scratch = static_cast<char*>(workspace(p.workspaceBytes));
-  auto at = [&](const memory::desc& desc, const void* data) { return memory(desc, engine, const_cast<void*>(data)); };
 
-  memory src = at(p.plainSrc, x);
+  memory src = onednn::wrap(p.plainSrc, x);
   if (p.srcIn) {
-    memory blocked = at(p.pd.src_desc(), scratch + p.srcOffset);
+    memory blocked = onednn::wrap(p.pd.src_desc(), scratch + p.srcOffset);
     p.srcIn->execute(stream, src, blocked);
     src = blocked;
   }
-  memory plainDst = at(p.plainDst, y);
-  memory dst = p.dstOut ? at(p.pd.dst_desc(), scratch + p.dstOffset) : plainDst;
+  memory plainDst = onednn::wrap(p.plainDst, y);
+  memory dst = p.dstOut ? onednn::wrap(p.pd.dst_desc(), scratch + p.dstOffset) : plainDst;
   if (epilogue.residual) {  // the sum post-op adds what dst holds
-    memory residual = at(p.plainResidual, epilogue.residual);
+    memory residual = onednn::wrap(p.plainResidual, epilogue.residual);
     if (p.residualIn && p.dstOut) {
       p.residualIn->execute(stream, residual, dst);
     } else if (p.residualIn) {  // into Y's own layout, staged: Y may share the residual's memory
-      memory staged = at(p.plainDst, scratch + p.residualOffset);
+      memory staged = onednn::wrap(p.plainDst, scratch + p.residualOffset);
       p.residualIn->execute(stream, residual, staged);
       std::memcpy(y, staged.get_data_handle(), p.plainDst.get_size());
     } else if (epilogue.residual != dst.get_data_handle()) {  // already in dst's layout
       std::memcpy(dst.get_data_handle(), epilogue.residual, p.pd.dst_desc().get_size());
     }
   }
-  memory weights = at(p.plainWeights, w);
+  memory weights = onednn::wrap(p.plainWeights, w);
   if (p.weightsIn && weightsAreConstant_) {
     weights = packedWeights_->get(weights, p.pd.weights_desc());
   } else if (p.weightsIn) {
-    memory blocked = at(p.pd.weights_desc(), scratch + p.weightsOffset);
+    memory blocked = onednn::wrap(p.pd.weights_desc(), scratch + p.weightsOffset);
     p.weightsIn->execute(stream, weights, blocked);
     weights = blocked;
   }
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
-                                       {DNNL_ARG_SCRATCHPAD, at(p.pd.scratchpad_desc(), scratch + p.scratchOffset)}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, at(p.bias, bias));
+  memory scratchpad = onednn::wrap(p.pd.scratchpad_desc(), scratch + p.scratchOffset);
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, onednn::wrap(p.bias, bias));
   p.conv.execute(stream, args);
   if (p.dstOut) p.dstOut->execute(stream, dst, plainDst);
   stream.wait();

@@ -3,6 +3,7 @@
 // (nChw16c on AVX-512, nChw8c on AVX2) chosen for the CPU at run time. The NC(D)HW activations are
 // re-laid out on the way in and out; bias, activation and residual run inside oneDNN as post-ops.
 // Each shape is prepared once (primitive JIT-compiled, constant weights re-laid out) and reused.
+#include "../common/prepared_cache.h"
 #include "conv.h"
 
 #include <cstdint>
@@ -53,8 +54,7 @@ class OneDnnConvolution {
   const bool weightsAreConstant_;
   const ActivationLayouts layouts_;
   std::unique_ptr<onednn::PackedWeights> packedWeights_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Prepared>> prepared_;
+  PreparedCache<Prepared> prepared_;
 };
 
 }  // namespace kiln::kernels

@@ -48,16 +48,15 @@ OneDnnMatMul::OneDnnMatMul(bool weightsAreConstant)
 OneDnnMatMul::~OneDnnMatMul() = default;
 
 OneDnnMatMul::Prepared& OneDnnMatMul::prepared(const MatMulShape& shape, const Epilogue& epilogue, bool hasBias) {
-  std::lock_guard lock(mutex_);
-  for (auto& p : prepared_)
-    if (p->hasBias == hasBias && p->shape.m == shape.m && p->shape.k == shape.k && p->shape.n == shape.n &&
-        p->shape.transB == shape.transB && onednn::sameEpilogueKind(p->epilogueKind, epilogue))
-      return *p;
-  onednn::matchThreadCount();
-  auto p = std::make_unique<Prepared>(shape, epilogue, hasBias, weightsAreConstant_);
-  p->matmul = dnnl::matmul(p->pd);
-  prepared_.push_back(std::move(p));
-  return *prepared_.back();
+  return prepared_.findOrMake(
+      [&](const Prepared& p) {
+        return p.hasBias == hasBias && p.shape == shape && onednn::sameEpilogueKind(p.epilogueKind, epilogue);
+      },
+      [&] {
+        auto p = std::make_unique<Prepared>(shape, epilogue, hasBias, weightsAreConstant_);
+        p->matmul = dnnl::matmul(p->pd);
+        return p;
+      });
 }
 
 bool OneDnnMatMul::supports(const MatMulShape& shape) {
@@ -71,29 +70,25 @@ bool OneDnnMatMul::supports(const MatMulShape& shape) {
 }
 
 uint64_t OneDnnMatMul::workspaceBytes(const MatMulShape& shape, const Epilogue& epilogue, bool hasBias) const {
-  onednn::matchThreadCount();  // the scratchpad is sized per thread
-  try {
-    return Prepared(shape, epilogue, hasBias, weightsAreConstant_).pd.scratchpad_desc().get_size();
-  } catch (const dnnl::error&) {
-    return 0;  // no kernel for it: run() says so
-  }
+  return onednn::plannedBytesOrZero(
+      [&] { return Prepared(shape, epilogue, hasBias, weightsAreConstant_).pd.scratchpad_desc().get_size(); });
 }
 
 void OneDnnMatMul::run(const MatMulShape& shape, const float* a, const float* b, const float* bias,
                        const Epilogue& epilogue, float* y, const std::function<void*(uint64_t)>& workspace) {
+  onednn::matchThreadCount();  // before planning: oneDNN blocks its work for the team size
   Prepared& p = prepared(shape, epilogue, bias != nullptr);
-  onednn::matchThreadCount();
-  dnnl::engine& engine = cpuEngine();
-  dnnl::stream stream(engine);
-  auto at = [&](const memory::desc& desc, const void* data) { return memory(desc, engine, const_cast<void*>(data)); };
+  dnnl::stream stream(cpuEngine());
   if (epilogue.residual && epilogue.residual != y)  // the sum post-op adds what Y holds
     std::memmove(y, epilogue.residual, p.y.get_size());
-  memory weights = at(p.plainB, b);
+  memory weights = onednn::wrap(p.plainB, b);
   if (p.pd.weights_desc() != p.plainB) weights = packedWeights_->get(weights, p.pd.weights_desc());
-  const uint64_t scratchBytes = p.pd.scratchpad_desc().get_size();
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, at(p.a, a)}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, at(p.y, y)},
-                                       {DNNL_ARG_SCRATCHPAD, at(p.pd.scratchpad_desc(), workspace(scratchBytes))}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, at(p.bias, bias));
+  memory scratchpad = onednn::wrap(p.pd.scratchpad_desc(), workspace(p.pd.scratchpad_desc().get_size()));
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, onednn::wrap(p.a, a)},
+                                       {DNNL_ARG_WEIGHTS, weights},
+                                       {DNNL_ARG_DST, onednn::wrap(p.y, y)},
+                                       {DNNL_ARG_SCRATCHPAD, scratchpad}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, onednn::wrap(p.bias, bias));
   p.matmul.execute(stream, args);
   stream.wait();
 }

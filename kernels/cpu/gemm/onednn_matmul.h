@@ -3,6 +3,7 @@
 // epilogue(A[m, k] B[k, n] + bias[n]), A and Y row-major, B row-major or transposed. Bias,
 // activation and residual run inside oneDNN as post-ops; constant B is packed once. Each shape is
 // prepared once (primitive JIT-compiled) and reused.
+#include "../common/prepared_cache.h"
 #include "../fused/epilogue.h"
 
 #include <cstdint>
@@ -19,6 +20,8 @@ class PackedWeights;
 struct MatMulShape {
   int64_t m = 1, k = 1, n = 1;
   bool transB = false;  // B stored as [n, k]
+
+  bool operator==(const MatMulShape&) const = default;
 };
 
 // Whether oneDNN can compute this product (sizes within its int limits).
@@ -51,8 +54,7 @@ class OneDnnMatMul {
 
   const bool weightsAreConstant_;
   std::unique_ptr<onednn::PackedWeights> packedWeights_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Prepared>> prepared_;
+  PreparedCache<Prepared> prepared_;
 };
 
 }  // namespace kiln::kernels

@@ -20,16 +20,6 @@ int64_t rightPadding(const SpatialWindow& w, int axis) {
          w.padBegin[axis];
 }
 
-bool samePool(const PoolShape& a, const PoolShape& b) {
-  if (a.batch != b.batch || a.channels != b.channels || a.kind != b.kind) return false;
-  const SpatialWindow &x = a.window, &y = b.window;
-  for (int i = 0; i < kMaxSpatialRank; ++i)
-    if (x.in[i] != y.in[i] || x.out[i] != y.out[i] || x.kernel[i] != y.kernel[i] || x.stride[i] != y.stride[i] ||
-        x.dilation[i] != y.dilation[i] || x.padBegin[i] != y.padBegin[i] || x.padEnd[i] != y.padEnd[i])
-      return false;
-  return true;
-}
-
 }  // namespace
 
 struct OneDnnPooling::Prepared {
@@ -61,16 +51,11 @@ struct OneDnnPooling::Prepared {
                                        {w.dilation[1] - 1, w.dilation[2] - 1}, {w.padBegin[1], w.padBegin[2]},
                                        {rightPadding(w, 1), rightPadding(w, 2)}),
         attr, cpuEngine());
-    uint64_t offset = 0;
-    auto carve = [&](uint64_t bytes) {
-      const uint64_t at = offset;
-      offset += onednn::aligned(bytes);
-      return at;
-    };
-    if (plainX != workX) xOffset = carve(workX.get_size());
-    if (plainY != workY) yOffset = carve(workY.get_size());
-    scratchOffset = carve(pd.scratchpad_desc().get_size());
-    workspaceBytes = offset;
+    onednn::ScratchLayout scratch;
+    if (plainX != workX) xOffset = scratch.add(workX.get_size());
+    if (plainY != workY) yOffset = scratch.add(workY.get_size());
+    scratchOffset = scratch.add(pd.scratchpad_desc().get_size());
+    workspaceBytes = scratch.total();
   }
 
   void compile() {
@@ -101,44 +86,35 @@ bool OneDnnPooling::supports(const PoolShape& shape) {
 }
 
 uint64_t OneDnnPooling::workspaceBytes(const PoolShape& shape) const {
-  onednn::matchThreadCount();
-  try {
-    return Prepared(shape, xChannelsLast_, yChannelsLast_).workspaceBytes;
-  } catch (const std::exception&) {
-    return 0;  // unsupported: run() says so
-  }
+  return onednn::plannedBytesOrZero([&] { return Prepared(shape, xChannelsLast_, yChannelsLast_).workspaceBytes; });
 }
 
 OneDnnPooling::Prepared& OneDnnPooling::prepared(const PoolShape& shape) {
-  std::lock_guard lock(mutex_);
-  for (auto& p : prepared_)
-    if (samePool(p->shape, shape)) return *p;
-  onednn::matchThreadCount();
-  auto p = std::make_unique<Prepared>(shape, xChannelsLast_, yChannelsLast_);
-  p->compile();
-  prepared_.push_back(std::move(p));
-  return *prepared_.back();
+  return prepared_.findOrMake([&](const Prepared& p) { return p.shape == shape; },
+                              [&] {
+                                auto p = std::make_unique<Prepared>(shape, xChannelsLast_, yChannelsLast_);
+                                p->compile();
+                                return p;
+                              });
 }
 
 void OneDnnPooling::run(const PoolShape& shape, const float* x, float* y,
                         const std::function<void*(uint64_t)>& workspace) {
+  onednn::matchThreadCount();  // before planning: oneDNN blocks its work for the team size
   Prepared& p = prepared(shape);
-  onednn::matchThreadCount();
-  dnnl::engine& engine = cpuEngine();
-  dnnl::stream stream(engine);
+  dnnl::stream stream(cpuEngine());
   char* scratch = static_cast<char*>(workspace(p.workspaceBytes));
-  auto at = [&](const memory::desc& desc, const void* data) { return memory(desc, engine, const_cast<void*>(data)); };
-  memory src = at(p.plainX, x);
+  memory src = onednn::wrap(p.plainX, x);
   if (p.xIn) {
-    memory work = at(p.workX, scratch + p.xOffset);
+    memory work = onednn::wrap(p.workX, scratch + p.xOffset);
     p.xIn->execute(stream, src, work);
     src = work;
   }
-  memory plainDst = at(p.plainY, y);
-  memory dst = p.yOut ? at(p.workY, scratch + p.yOffset) : plainDst;
+  memory plainDst = onednn::wrap(p.plainY, y);
+  memory dst = p.yOut ? onednn::wrap(p.workY, scratch + p.yOffset) : plainDst;
   p.pool.execute(stream, {{DNNL_ARG_SRC, src},
                           {DNNL_ARG_DST, dst},
-                          {DNNL_ARG_SCRATCHPAD, at(p.pd.scratchpad_desc(), scratch + p.scratchOffset)}});
+                          {DNNL_ARG_SCRATCHPAD, onednn::wrap(p.pd.scratchpad_desc(), scratch + p.scratchOffset)}});
   if (p.yOut) p.yOut->execute(stream, dst, plainDst);
   stream.wait();
 }

@@ -2,6 +2,7 @@
 // Float32 2-D max / average pooling through oneDNN, on channels-last data (its fast kernels' layout):
 // NCHW inputs and outputs are re-laid out in the workspace, NHWC ones (kept so by the engine between
 // oneDNN layers) are used as they are. One primitive per shape, prepared on first use.
+#include "../common/prepared_cache.h"
 #include "../common/spatial_window.h"
 
 #include <cstdint>
@@ -18,6 +19,8 @@ struct PoolShape {
   int64_t batch = 1, channels = 1;
   SpatialWindow window;  // 2-D: the leading axis is 1
   PoolKind kind = PoolKind::kMax;
+
+  bool operator==(const PoolShape&) const = default;
 };
 
 class OneDnnPooling {
@@ -40,8 +43,7 @@ class OneDnnPooling {
   Prepared& prepared(const PoolShape& shape);
 
   const bool xChannelsLast_, yChannelsLast_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Prepared>> prepared_;
+  PreparedCache<Prepared> prepared_;
 };
 
 }  // namespace kiln::kernels

@@ -9,6 +9,7 @@
 #include "conv_pool_common.h"
 #include "fused_epilogue.h"
 
+#include <functional>
 #include <optional>
 
 namespace kiln {
@@ -64,24 +65,24 @@ uint64_t workspaceBytes(const ConvTacticSpec& spec, const Layer& layer, const La
   return shape ? kernels::convWorkspaceBytes(spec.algorithm, *shape) : 0;
 }
 
-// `packed`: the direct tactic's weights, repacked once when they are constant.
 // The float32 convolution of a tactic's kernel at run time; fails (asking for a rebuild) when the
 // inputs are not float32 or `applies` rejects the shape.
-kernels::ConvShape runtimeConvShape(KernelContext& ctx, bool (*applies)(ConvAlgorithm, const kernels::ConvShape&),
-                                    ConvAlgorithm algorithm) {
+kernels::ConvShape runtimeConvShape(KernelContext& ctx, const std::function<bool(const kernels::ConvShape&)>& applies) {
   const HostTensor &x = ctx.input(0), &w = ctx.input(1);
   if (x.dtype() != DataType::kFloat32 || w.dtype() != DataType::kFloat32)
     ctx.fail("the plan's convolution tactic runs float32 only, got " + std::string(toString(x.dtype())) +
              "; rebuild the plan");
   const kernels::ConvShape shape = forwardConvShape(convLayer(ctx.layer()), x, w);
-  if (!applies(algorithm, shape))
+  if (!applies(shape))
     ctx.fail("the plan's convolution tactic does not apply to this convolution's shape; rebuild the plan");
   return shape;
 }
 
+// `packed`: the direct tactic's weights, repacked once when they are constant.
 CpuKernelFn convKernel(ConvAlgorithm algorithm, std::shared_ptr<const std::vector<float>> packed) {
   return [algorithm, packed](KernelContext& ctx) {
-    const kernels::ConvShape shape = runtimeConvShape(ctx, kernels::convAlgorithmApplies, algorithm);
+    const kernels::ConvShape shape = runtimeConvShape(
+        ctx, [algorithm](const kernels::ConvShape& s) { return kernels::convAlgorithmApplies(algorithm, s); });
     const HostTensor &x = ctx.input(0), &w = ctx.input(1);
     const float* bias = ctx.hasInput(2) ? float32Input(ctx, 2, shape.outChannels, "the bias") : nullptr;
     HostTensor& y = ctx.allocateOutput(0);
@@ -110,8 +111,6 @@ CpuKernelFn instantiate(const ConvTacticSpec& spec, const Layer& layer, const La
 // shape it meets once.
 constexpr const char* kOneDnnTactic = "cpu.conv.onednn";
 
-bool oneDnnApplies(ConvAlgorithm, const kernels::ConvShape& shape) { return kernels::oneDnnConvApplies(shape); }
-
 uint64_t oneDnnWorkspaceBytes(const Layer& layer, const LayerShapes& dims) {
   auto shape = convShapeAt(layer, dims);
   if (!shape || !kernels::oneDnnConvApplies(*shape)) return 0;
@@ -128,7 +127,7 @@ CpuKernelFn oneDnnKernel(const Layer& layer, const LayerWeights& weights, const 
   layouts.yChannelsLast = tactic.outputFormat == TensorFormat::kNHWC;
   auto conv = std::make_shared<kernels::OneDnnConvolution>(constantWeights, layouts);
   return [conv](KernelContext& ctx) {
-    const kernels::ConvShape shape = runtimeConvShape(ctx, oneDnnApplies, ConvAlgorithm::kAuto);
+    const kernels::ConvShape shape = runtimeConvShape(ctx, kernels::oneDnnConvApplies);
     const float* bias = ctx.hasInput(2) ? float32Input(ctx, 2, shape.outChannels, "the bias") : nullptr;
     HostTensor& y = ctx.allocateOutput(0);
     const kernels::Epilogue epilogue = isFusedLayer(ctx.layer()) ? readEpilogue(ctx, y) : kernels::Epilogue{};

@@ -7,6 +7,7 @@
 #include <kernels/cpu/gemm/onednn_matmul.h>
 
 #include "../../../ops/fused.h"
+#include "../../../runtime/layer_runner.h"
 #include "fused_epilogue.h"
 
 #include <optional>
@@ -98,13 +99,6 @@ CpuKernelFn oneDnnKernel(const LayerWeights& weights) {
   };
 }
 
-// The op's own kernel under a tactic id, so the builder can time it against oneDNN.
-CpuKernelFn blasKernel(const Layer& layer) {
-  const CpuKernelFn* kernel = CpuKernelRegistry::instance().find(layer.domain, layer.opType);
-  if (!kernel) throw Error(ErrorCode::kInternal, layer.describe() + ": no CPU kernel behind " + kBlasTactic);
-  return *kernel;
-}
-
 }  // namespace
 
 void registerMatMulTactics(CpuKernelRegistry& registry) {
@@ -113,7 +107,7 @@ void registerMatMulTactics(CpuKernelRegistry& registry) {
                                        {fused::kDomain, fused::kFusedMatMul}}) {
     registry.addTactic(domain, opType,
                        {kBlasTactic, applies, nullptr,
-                        [](const Layer& l, const LayerWeights&, const Tactic&) { return blasKernel(l); }});
+                        [](const Layer& l, const LayerWeights&, const Tactic&) { return cpuKernelFor(l); }});
     registry.addTactic(domain, opType,
                        {kOneDnnTactic, applies, oneDnnWorkspaceBytes,
                         [](const Layer&, const LayerWeights& weights, const Tactic&) { return oneDnnKernel(weights); }});

@@ -8,6 +8,7 @@
 #include <kernels/cpu/pool/onednn_pool.h>
 
 #include "../../../ops/conv_pool_window.h"
+#include "../../../runtime/layer_runner.h"
 #include "../cpu_kernel.h"
 
 #include <optional>
@@ -71,19 +72,13 @@ CpuKernelFn oneDnnKernel(const Tactic& tactic) {
   };
 }
 
-CpuKernelFn kilnKernel(const Layer& layer) {
-  const CpuKernelFn* kernel = CpuKernelRegistry::instance().find(layer.domain, layer.opType);
-  if (!kernel) throw Error(ErrorCode::kInternal, layer.describe() + ": no CPU kernel behind " + kKilnTactic);
-  return *kernel;
-}
-
 }  // namespace
 
 void registerPoolTactics(CpuKernelRegistry& registry) {
   for (const char* opType : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) {
     registry.addTactic("", opType,
                        {kKilnTactic, applies, nullptr,
-                        [](const Layer& l, const LayerWeights&, const Tactic&) { return kilnKernel(l); }});
+                        [](const Layer& l, const LayerWeights&, const Tactic&) { return cpuKernelFor(l); }});
     registry.addTactic("", opType,
                        {kOneDnnTactic, applies, oneDnnWorkspaceBytes,
                         [](const Layer&, const LayerWeights&, const Tactic& tactic) { return oneDnnKernel(tactic); },
