@@ -35,7 +35,16 @@ TEST(ParallelFor, VisitsEveryIndexOnceAcrossThreads) {
         workers.insert(std::this_thread::get_id());
       }
       for (int64_t i = begin; i < end; ++i) visits[size_t(i)]++;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));  // let the other thread claim a chunk
+      // Hold this chunk until the other thread has claimed one too (however late the scheduler runs
+      // it on a busy machine), so the count of threads does not depend on timing; 10 s at most.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (count >= 7 && std::chrono::steady_clock::now() < deadline) {
+        {
+          std::lock_guard lock(mutex);
+          if (workers.size() == 2) break;
+        }
+        std::this_thread::yield();
+      }
     });
     for (int64_t i = 0; i < count; ++i) ASSERT_EQ(visits[size_t(i)].load(), 1) << "count " << count << " index " << i;
     if (count >= 7) EXPECT_EQ(workers.size(), 2u) << "count " << count;
