@@ -39,6 +39,16 @@ if(KILN_WITH_CUDA)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     set(KILN_HAVE_CUDA ON)
+    # 90: sm_90 machine code plus compute_90 PTX (the H200 while developing); releases add
+    # 80;86;89 (-DKILN_CUDA_ARCHITECTURES="80;86;89;90").
+    set(KILN_CUDA_ARCHITECTURES "90" CACHE STRING "CUDA architectures the kernels are built for")
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES ${KILN_CUDA_ARCHITECTURES})
+    endif()
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA 20 flags for nvcc
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
   else()
     message(STATUS "CUDA backend is off: no CUDA toolkit found")
   endif()
