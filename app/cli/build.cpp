@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <iomanip>
+#include <map>
 #include <iostream>
 
 namespace kiln::cli {
@@ -23,6 +24,7 @@ namespace {
 struct BuildOptions {
   std::string modelPath, planPath, reportPath, timingCache, backend = "cpu", workspace = "1G";
   bool fp16 = false, bf16 = false, int8 = false, fp8 = false, noTf32 = false, stronglyTyped = false;
+  bool strictDevice = false;
   std::vector<std::string> minShapes, optShapes, maxShapes, profiles, layerPrecisions;
   int optLevel = 3;
 };
@@ -143,9 +145,12 @@ class StderrLogger : public Logger {
 
 void runBuild(const BuildOptions& o) {
   BuilderConfig config;
-  if (o.backend == "cpu") config.backend = BackendKind::kCpu;
-  else if (o.backend == "cuda") config.backend = BackendKind::kCuda;
-  else throw Error(ErrorCode::kInvalidArgument, "--backend '" + o.backend + "' is not a backend; use cpu or cuda");
+  const auto backend = parseBackendKind(o.backend);
+  if (!backend)
+    throw Error(ErrorCode::kInvalidArgument, "--backend '" + o.backend + "' is not a backend; use cpu or cuda (or "
+                                             "cpu-device, the test device backend)");
+  config.backend = *backend;
+  config.strictDevice = o.strictDevice;
   config.allowFP16 = o.fp16;
   config.allowBF16 = o.bf16;
   config.allowINT8 = o.int8;
@@ -189,6 +194,15 @@ void runBuild(const BuildOptions& o) {
                 << " layers (" << pass.changes.size() << " changes)\n";
   std::cout << "  activations: " << r.peakActivationBytes << " bytes peak (" << r.naiveActivationBytes
             << " without sharing), weights: " << r.weightBytes << " bytes\n";
+  std::map<std::string, int> inserted, fallbacks;
+  for (const auto& l : r.layers) {
+    if (l.role != "compute") ++inserted[l.role];
+    if (!l.fallback.empty()) ++fallbacks[l.backend];
+  }
+  for (const auto& [role, count] : inserted) std::cout << "  inserted " << count << " " << role << " layer(s)\n";
+  for (const auto& [backend, count] : fallbacks)
+    std::cout << "  " << count << " layer(s) fell back to the " << backend << " backend (kiln inspect shows why)\n";
+
 }
 
 }  // namespace
@@ -213,7 +227,9 @@ Command addBuildCommand(CLI::App& app) {
   sub->add_option("--opt-level", o->optLevel, "Optimisation level 0-5 (0: no graph passes; default 3)");
   sub->add_option("--workspace", o->workspace, "Scratch memory limit for tactics, e.g. 512M, 2G (default 1G)");
   sub->add_option("--timing-cache", o->timingCache, "Timing cache file, read and updated");
-  sub->add_option("--backend", o->backend, "cpu or cuda (default cpu)");
+  sub->add_option("--backend", o->backend, "cpu or cuda (default cpu); cpu-device: the test device backend");
+  sub->add_flag("--strict-device", o->strictDevice,
+                "Fail the build when a layer cannot run on the backend, instead of falling back to the CPU");
   sub->add_option("--layer-precision", o->layerPrecisions, "LAYER:PRECISION: force a layer's precision (repeatable)")
       ->allow_extra_args(false);
   sub->add_option("--export-report", o->reportPath, "Write the build report (passes, layers, memory) as JSON");

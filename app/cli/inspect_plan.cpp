@@ -1,5 +1,7 @@
 // kiln inspect PLAN [--json]: what the builder made: plan header, profiles, and per layer its type,
-// precision, tactic, shapes and the ONNX nodes it fused (like TensorRT's engine inspector).
+// precision, backend, tactic, shapes and the ONNX nodes it fused (like TensorRT's engine
+// inspector); per tensor its storage type, layout and memory space where they are not the plain
+// ones; the Copy/Cast/Reformat layers the builder inserted, CPU fallbacks and sync points.
 #include "commands.h"
 
 #include <kiln/runtime.h>
@@ -23,29 +25,46 @@ void inspectPlan(const std::string& path, bool json) {
             << "build flags: " << info.buildFlags << "\n";
   for (const auto& t : engine->ioTensors())
     std::cout << (t.isInput ? "input  " : "output ") << t.name << "  " << toString(t.dtype) << " " << t.shape.toString()
-              << "\n";
+              << "  (" << engine->tensorMemorySpace(t.name) << " memory)\n";
   for (size_t p = 0; p < engine->profiles().size(); ++p)
     for (const auto& [name, r] : engine->profiles()[p].inputs)
       std::cout << "profile " << p << ": " << name << " min " << dimsToString(r.min) << " opt " << dimsToString(r.opt)
                 << " max " << dimsToString(r.max) << "\n";
   std::cout << report.onnxNodeCount << " ONNX nodes -> " << report.layers.size() << " layers:\n";
-  const auto layouts = engine->nonLinearTensorLayouts();
-  auto withLayout = [&](const TensorSummary& t) {
-    auto it = layouts.find(t.name);
-    return it == layouts.end() ? t.shape : t.shape + " " + it->second;
+  // A tensor's shape, then what is not the plain case: "nhwc", "device", a storage type other than
+  // float32 ("float16").
+  auto describe = [&](const TensorSummary& t) {
+    std::string text = t.shape;
+    if (t.format != "linear") text += " " + t.format;
+    if (t.space != "host") text += " " + t.space;
+    if (!t.dtype.empty() && t.dtype != "float32") text += " " + t.dtype;
+    return text;
   };
+  size_t inserted = 0, fallbacks = 0, shapePhase = 0;
   for (const auto& l : report.layers) {
     std::cout << "  " << std::left << std::setw(32) << l.name << " " << std::setw(20) << l.type << " " << std::setw(5)
-              << l.precision << " " << l.tactic << "\n      ";
-    for (size_t i = 0; i < l.inputs.size(); ++i) std::cout << (i ? ", " : "") << withLayout(l.inputs[i]);
+              << l.precision << " " << std::setw(10) << l.backend << " " << l.tactic;
+    if (l.role != "compute") std::cout << "   (inserted " << l.role << ")";
+    if (l.phase == "shape") std::cout << "   (shape phase, on the host)";
+    std::cout << "\n      ";
+    for (size_t i = 0; i < l.inputs.size(); ++i) std::cout << (i ? ", " : "") << describe(l.inputs[i]);
     std::cout << " -> ";
-    for (size_t i = 0; i < l.outputs.size(); ++i) std::cout << (i ? ", " : "") << withLayout(l.outputs[i]);
+    for (size_t i = 0; i < l.outputs.size(); ++i) std::cout << (i ? ", " : "") << describe(l.outputs[i]);
     if (l.origins.size() > 1 || (l.origins.size() == 1 && l.origins[0] != l.name)) {
       std::cout << "   fused from: ";
       for (size_t i = 0; i < l.origins.size(); ++i) std::cout << (i ? ", " : "") << l.origins[i];
     }
     std::cout << "\n";
+    if (!l.fallback.empty()) std::cout << "      fallback to " << l.backend << ": " << l.fallback << "\n";
+    if (!l.dataDependent.empty()) std::cout << "      synchronises: " << l.dataDependent << "\n";
+    inserted += l.role != "compute";
+    fallbacks += !l.fallback.empty();
+    shapePhase += l.phase == "shape";
   }
+  std::cout << inserted << " inserted conversion layer(s), " << fallbacks << " CPU fallback(s), " << shapePhase
+            << " shape-phase layer(s); " << (report.graphCapturable() ? "capturable in a CUDA graph"
+                                                                       : "synchronises inside (no CUDA graph)")
+            << "\n";
   std::cout << "weights " << report.weightBytes << " bytes; activations " << report.peakActivationBytes
             << " bytes peak (" << report.naiveActivationBytes << " without sharing)\n";
   for (const auto& w : report.warnings) std::cout << "warning: " << w << "\n";

@@ -3,6 +3,7 @@
 // Relu, checked against the textbook loops written here.
 #include <kiln/error.h>
 
+#include "common/step_harness.h"
 #include "backends/backend.h"
 #include "common/test_models.h"
 #include "ops/fused.h"
@@ -126,14 +127,9 @@ TEST_P(ConvTactics, EveryTacticMatchesTheDefinition) {
     for (const Tactic& tactic : backend->tactics(layer, Precision::kFP32, described)) {
       offered.insert(tactic.id);
       SCOPED_TRACE(tactic.id + (fusedLayer ? " fused" : " plain"));
-      auto step = backend->instantiate(layer, tactic, described.weights);
-      EXPECT_EQ(step->workspaceBytes(inputs), tactic.workspaceBytes);  // same dims, same need
-      DeviceBuffer workspace = allocateBuffer(backend->allocator(), std::max<uint64_t>(1, tactic.workspaceBytes), 64);
-      StepIO io;
-      io.inputs = inputs;
-      io.workspace = workspace.get();
-      io.workspaceBytes = tactic.workspaceBytes;
-      auto outputs = step->enqueue(io, *stream);
+      test::StandaloneStep step(*backend, layer, tactic, described.weights);
+      EXPECT_EQ(step.workspaceBytes(inputs), tactic.workspaceBytes);  // same dims, same need
+      auto outputs = step.enqueue(inputs, *stream);
       stream->synchronize();
       ASSERT_EQ(outputs.size(), 1u);
       const HostTensor& y = outputs[0].tensor;
@@ -196,13 +192,11 @@ TEST(ConvTactics, ListsOnlyTacticsThatApply) {
 }
 
 // Runs a step on the given inputs.
-HostTensor runStep(Step& step, const std::vector<Value>& values) {
+HostTensor runStep(const test::StandaloneStep& step, const std::vector<Value>& values) {
   auto stream = makeCpuBackend()->createStream();
   std::vector<const Value*> inputs;
   for (const Value& v : values) inputs.push_back(&v);
-  StepIO io;
-  io.inputs = inputs;
-  auto outputs = step.enqueue(io, *stream);
+  auto outputs = step.enqueue(inputs, *stream);
   stream->synchronize();
   return outputs.at(0).tensor;
 }
@@ -211,8 +205,9 @@ HostTensor runStep(Step& step, const std::vector<Value>& values) {
 HostTensor runTactic(const Layer& layer, const std::string& tacticId, const std::vector<Value>& values) {
   LayerWeights weights = {nullptr, &values[1].tensor, &values[2].tensor, nullptr};
   weights.resize(layer.inputs.size());
-  auto step = makeCpuBackend()->instantiate(layer, Tactic{tacticId}, weights);
-  return runStep(*step, values);
+  const auto backend = makeCpuBackend();
+  test::StandaloneStep step(*backend, layer, Tactic{tacticId}, weights);
+  return runStep(step, values);
 }
 
 void expectClose(const HostTensor& got, const HostTensor& want) {
@@ -255,13 +250,14 @@ TEST(ConvTactics, OneDnnStepServesSeveralShapesAndRuntimeWeights) {
     SCOPED_TRACE(constantWeights ? "constant weights" : "runtime weights");
     const Value w(test::randomFloats({24, 16, 3, 3}, 21)), bias(test::randomFloats({24}, 22));
     LayerWeights weights = {nullptr, constantWeights ? &w.tensor : nullptr, constantWeights ? &bias.tensor : nullptr};
-    auto oneDnn = makeCpuBackend()->instantiate(layer, Tactic{"cpu.conv.onednn"}, weights);
-    auto reference = makeCpuBackend()->instantiate(layer, Tactic{"cpu.conv.im2col_gemm"}, weights);
+    const auto backend = makeCpuBackend();
+    test::StandaloneStep oneDnn(*backend, layer, Tactic{"cpu.conv.onednn"}, weights);
+    test::StandaloneStep reference(*backend, layer, Tactic{"cpu.conv.im2col_gemm"}, weights);
     int seed = 30;
     for (int round = 0; round < 2; ++round)
       for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1, 16, 12, 12}, {3, 16, 12, 12}, {2, 16, 20, 9}}) {
         const std::vector<Value> values = {Value(test::randomFloats(dims, ++seed)), w, bias};
-        expectClose(runStep(*oneDnn, values), runStep(*reference, values));
+        expectClose(runStep(oneDnn, values), runStep(reference, values));
       }
   }
 }
@@ -270,7 +266,7 @@ TEST(ConvTactics, UnknownTacticIsAnErrorNamingLayerAndTactic) {
   const auto backend = makeCpuBackend();
   ConvCase c{"conv7", 1, 2, 2, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, {}};
   try {
-    backend->instantiate(makeLayer(c, false), Tactic{"cpu.conv.winograd"}, {});
+    test::StandaloneStep(*backend, makeLayer(c, false), Tactic{"cpu.conv.winograd"}, {});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);

@@ -3,6 +3,7 @@
 // double-precision product written here; products the tactics do not take keep the op's kernel.
 #include <kiln/error.h>
 
+#include "common/step_harness.h"
 #include "backends/backend.h"
 #include "common/test_models.h"
 #include "ops/fused.h"
@@ -86,11 +87,9 @@ std::set<std::string> expectEveryTacticGives(const Layer& layer, const Inputs& i
   for (const Tactic& tactic : backend->tactics(layer, Precision::kFP32, described)) {
     offered.insert(tactic.id);
     SCOPED_TRACE(tactic.id);
-    auto step = backend->instantiate(layer, tactic, described.weights);
-    EXPECT_EQ(step->workspaceBytes(inputs), tactic.workspaceBytes);
-    StepIO io;
-    io.inputs = inputs;
-    auto outputs = step->enqueue(io, *stream);
+    test::StandaloneStep step(*backend, layer, tactic, described.weights);
+    EXPECT_EQ(step.workspaceBytes(inputs), tactic.workspaceBytes);
+    auto outputs = step.enqueue(inputs, *stream);
     stream->synchronize();
     const HostTensor& y = outputs.at(0).tensor;
     EXPECT_EQ(y.elementCount(), int64_t(want.size()));
@@ -199,15 +198,14 @@ TEST(MatMulTactics, OneDnnStepServesSeveralShapes) {
   for (bool constantB : {true, false}) {
     SCOPED_TRACE(constantB ? "constant B" : "run-time B");
     const LayerWeights weights = {nullptr, constantB ? &b : nullptr};
-    auto step = makeCpuBackend()->instantiate(layer, Tactic{"cpu.matmul.onednn"}, weights);
+    const auto backend = makeCpuBackend();
+    test::StandaloneStep step(*backend, layer, Tactic{"cpu.matmul.onednn"}, weights);
     auto stream = makeCpuBackend()->createStream();
     uint32_t seed = 21;
     for (int round = 0; round < 2; ++round)
       for (int64_t rows : {1, 17, 128}) {
         const Value a(test::randomFloats({rows, 32}, ++seed)), bValue(b);
-        StepIO io;
-        io.inputs = {&a, &bValue};
-        auto outputs = step->enqueue(io, *stream);
+        auto outputs = step.enqueue({&a, &bValue}, *stream);
         stream->synchronize();
         const std::vector<double> want = product(a.tensor, b, false, nullptr);
         const HostTensor& y = outputs.at(0).tensor;

@@ -4,6 +4,7 @@
 // op's kernel, and the oneDNN kernel gives the same values on channels-last data.
 #include <kernels/cpu/pool/onednn_pool.h>
 
+#include "common/step_harness.h"
 #include "backends/backend.h"
 #include "common/test_models.h"
 
@@ -45,10 +46,8 @@ TEST_P(PoolTactics, EveryTacticMatchesTheOpKernel) {
   const Value x(test::randomFloats(c.in, 3));
   const LayerInputs described{{DataType::kFloat32}, {c.in}, {nullptr}};
   auto run = [&](const std::string& tactic) {
-    auto step = backend->instantiate(layer, Tactic{tactic}, {nullptr});
-    StepIO io;
-    io.inputs = {&x};
-    auto outputs = step->enqueue(io, *stream);
+    test::StandaloneStep step(*backend, layer, Tactic{tactic}, {nullptr});
+    auto outputs = step.enqueue({&x}, *stream);
     stream->synchronize();
     return outputs.at(0).tensor;
   };

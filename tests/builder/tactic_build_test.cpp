@@ -7,7 +7,8 @@
 #include <kiln/reference_executor.h>
 #include <kiln/runtime.h>
 
-#include "builder/engine_description.h"
+#include "plan/engine_plan.h"
+#include "runtime/engine_program.h"
 #include "common/test_models.h"
 #include "plan/plan_format.h"
 
@@ -149,12 +150,13 @@ TEST(TacticBuild, PlanKeepsTacticIdsAndTheEngineRunsThem) {
   BuildResult built = Builder().build(*twoConvNetwork(), BuilderConfig{});
   auto description = readPlan(built.plan);
   auto engine = Runtime().load(built.plan);
-  const auto& layers = engine->description().network->layers();
-  ASSERT_EQ(engine->description().steps.size(), layers.size());
+  const auto& layers = engine->plan().network->layers();
+  ASSERT_EQ(engine->program().layers.size(), layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
-    const std::string& planned = description->decisions[i].tactic;
+    const std::string& planned = description->layers[i].tactic;
     EXPECT_EQ(planned, layerNamed(built.report, layers[i].name).tactic);
-    EXPECT_EQ(engine->description().steps[i]->tactic().id, planned);
+    ASSERT_TRUE(engine->program().layers[i].step) << layers[i].name;
+    EXPECT_EQ(engine->program().layers[i].step->tactic().id, planned);
   }
   EXPECT_EQ(layerNamed(engine->report(), "conv3x3").tacticCandidates.size(),
             layerNamed(built.report, "conv3x3").tacticCandidates.size());
@@ -171,9 +173,9 @@ TEST(TacticBuild, EveryConvTacticNamedInAPlanRunsAndMatchesTheReference) {
     for (const auto& candidate : layerNamed(built.report, layers[i].name).tacticCandidates) {
       SCOPED_TRACE(layers[i].name + " on " + candidate.tactic);
       auto forced = readPlan(built.plan);
-      forced->decisions[i].tactic = candidate.tactic;
+      forced->layers[i].tactic = candidate.tactic;
       auto engine = Runtime().load(writePlan(*forced));
-      EXPECT_EQ(engine->description().steps[i]->tactic().id, candidate.tactic);
+      EXPECT_EQ(engine->program().layers[i].step->tactic().id, candidate.tactic);
       expectClose(engine->createExecutionContext()->run({{"x", x}}).at("y"), expected);
     }
   }
@@ -183,7 +185,7 @@ TEST(TacticBuild, EveryConvTacticNamedInAPlanRunsAndMatchesTheReference) {
 TEST(TacticBuild, PlanNamingAnUnknownTacticIsRefusedAtLoad) {
   BuildResult built = Builder().build(*twoConvNetwork(), BuilderConfig{});
   auto description = readPlan(built.plan);
-  for (auto& decision : description->decisions)
+  for (auto& decision : description->layers)
     if (decision.tactic.rfind("cpu.conv.", 0) == 0) decision.tactic = "cpu.conv.from_the_future";
   try {
     Runtime().load(writePlan(*description));

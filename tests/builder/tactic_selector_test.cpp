@@ -46,12 +46,15 @@ class FakeStep : public Step {
  public:
   FakeStep(Tactic tactic, double ms, int& runs) : tactic_(std::move(tactic)), ms_(ms), runs_(runs) {}
   const Tactic& tactic() const override { return tactic_; }
-  uint64_t workspaceBytes(const std::vector<const Value*>&) const override { return tactic_.workspaceBytes; }
-  std::vector<Value> enqueue(const StepIO& io, Stream& stream) const override {
-    EXPECT_GE(io.workspaceBytes, tactic_.workspaceBytes);
+  uint64_t workspaceBytes(std::span<const TensorView>, std::span<const TensorView>) const override {
+    return tactic_.workspaceBytes;
+  }
+  void enqueue(const StepArgs& args, Stream& stream) const override {
+    EXPECT_GE(args.workspaceBytes, tactic_.workspaceBytes);
+    EXPECT_EQ(args.outputs.size(), 1u);  // bound, with the opt dims
+    if (!args.outputs.empty()) EXPECT_EQ(args.outputs[0].dims, (std::vector<int64_t>{2, 4}));
     dynamic_cast<VirtualClockStream&>(stream).now += ms_;
     ++runs_;
-    return {};
   }
 
  private:
@@ -65,6 +68,7 @@ class FakeBackend : public Backend {
   explicit FakeBackend(std::vector<FakeTactic> offered) : offered_(std::move(offered)) {}
   mutable std::map<std::string, int> runs;
 
+  std::string name() const override { return "fake"; }
   BackendKind kind() const override { return BackendKind::kCpu; }
   DeviceInfo device() const override { return {"virtual clock", ""}; }
   SupportVerdict supports(const Layer&, Precision) const override { return {}; }
@@ -74,7 +78,7 @@ class FakeBackend : public Backend {
     for (const auto& t : offered_) out.push_back(t.tactic);
     return out;
   }
-  std::unique_ptr<Step> instantiate(const Layer& layer, const Tactic& tactic, const LayerWeights&) const override {
+  std::unique_ptr<Step> instantiate(const Layer& layer, const Tactic& tactic, const LayerSignature&) const override {
     for (const auto& t : offered_)
       if (t.tactic.id == tactic.id) {
         if (t.fails) throw Error(ErrorCode::kUnsupported, layer.describe() + ": not on this device");
@@ -103,11 +107,12 @@ class TacticSelection : public ::testing::Test {
     relu.outputs = {"y"};
     network_.addLayer(relu);
     network_.markOutput("y");
+    network_.inferShapes();  // y is float32, like x
   }
   TacticChoice select(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit = 1 << 20,
                       const std::vector<TensorFormat>& likelyInputFormats = {}) {
     return TacticSelector(backend, cache, workspaceLimit)
-        .select(network_, network_.layers()[0], Precision::kFP32, {{"x", {2, 4}}}, {{"x", {8, 4}}},
+        .select(network_, network_.layers()[0], Precision::kFP32, {{"x", {2, 4}}, {"y", {2, 4}}}, {{"x", {8, 4}}},
                 likelyInputFormats);
   }
   Network network_;

@@ -38,6 +38,8 @@ struct Options {
   int timeoutSeconds = 60;
   bool verbose = false;
   bool engine = false;  // build and run an engine instead of the reference executor
+  BackendKind backend = BackendKind::kCpu;  // the engine's backend
+  bool strictDevice = false;                // every layer on that backend, or the test is skipped
 };
 
 // A verdict that counts the test as skipped rather than failed.
@@ -73,8 +75,10 @@ Value asDeclared(Value v, DataType declared) {
 
 // An engine for `network` built for the shapes of `feeds` (a profile pins inputs whose dims the
 // model leaves open), run on them.
-ValueMap runOnEngine(const std::shared_ptr<Network>& network, const ValueMap& feeds) {
+ValueMap runOnEngine(const std::shared_ptr<Network>& network, const ValueMap& feeds, const Options& options) {
   BuilderConfig config;
+  config.backend = options.backend;
+  config.strictDevice = options.strictDevice;
   OptimizationProfile profile;
   std::map<std::string, HostTensor> inputs;
   for (const auto& [name, value] : feeds) {
@@ -99,7 +103,7 @@ std::string engineCannotRun(const Network& network) {
 }
 
 // Runs one test directory; returns "" on success or the reason it failed.
-std::string runTest(const fs::path& dir, bool onEngine) {
+std::string runTest(const fs::path& dir, bool onEngine, const Options& options) {
   auto network = OnnxImporter().importFile((dir / "model.onnx").string());
   if (onEngine)
     if (std::string why = engineCannotRun(*network); !why.empty()) return kSkipPrefix + why;
@@ -120,7 +124,16 @@ std::string runTest(const fs::path& dir, bool onEngine) {
       feeds[inputs[i]] = asDeclared(readValueProtoFile(file.string(), declared.kind), declared.dtype);
     }
     // Graphs may list optional inputs with no data file: leave them out only if the executor allows.
-    ValueMap results = onEngine ? runOnEngine(network, feeds) : executor.run(feeds);
+    ValueMap results;
+    try {
+      results = onEngine ? runOnEngine(network, feeds, options) : executor.run(feeds);
+    } catch (const Error& e) {
+      // With --strict-device, a test whose layers cannot all run on the backend is not this run's.
+      if (options.strictDevice && e.code() == ErrorCode::kUnsupported &&
+          std::string(e.what()).find("--strict-device") != std::string::npos)
+        return kSkipPrefix + std::string("not every layer runs on the backend: ") + e.what();
+      throw;
+    }
     const auto& outputs = network->outputs();
     for (size_t i = 0; i < outputs.size(); ++i) {
       fs::path file = set / ("output_" + std::to_string(i) + ".pb");
@@ -136,7 +149,7 @@ std::string runTest(const fs::path& dir, bool onEngine) {
 }
 
 // Forks, runs the test in the child, and reports the child's verdict through a pipe.
-std::string runIsolated(const fs::path& dir, int timeoutSeconds, bool onEngine) {
+std::string runIsolated(const fs::path& dir, int timeoutSeconds, bool onEngine, const Options& options) {
   int fds[2];
   if (pipe(fds) != 0) return "pipe failed";
   pid_t pid = fork();
@@ -145,7 +158,7 @@ std::string runIsolated(const fs::path& dir, int timeoutSeconds, bool onEngine) 
     alarm(unsigned(timeoutSeconds));
     std::string verdict;
     try {
-      verdict = runTest(dir, onEngine);
+      verdict = runTest(dir, onEngine, options);
     } catch (const Error& e) {
       verdict = std::string(toString(e.code())) + ": " + e.what();
     } catch (const std::exception& e) {
@@ -193,9 +206,20 @@ int main(int argc, char** argv) {
     else if (a == "--timeout") opt.timeoutSeconds = std::stoi(next());
     else if (a == "-v" || a == "--verbose") opt.verbose = true;
     else if (a == "--engine") opt.engine = true;
+    else if (a == "--backend") {
+      const std::string name = next();
+      auto kind = parseBackendKind(name);
+      if (!kind) {
+        std::cerr << "--backend " << name << ": not a backend (cpu, cpu-device, cuda)\n";
+        return 2;
+      }
+      opt.backend = *kind;
+      opt.engine = true;
+    } else if (a == "--strict-device") opt.strictDevice = true;
     else {
       std::cerr << "usage: kiln_onnx_node_tests --node-dir DIR [--excluded FILE] [--filter REGEX]\n"
-                   "                            [--min-pass-rate 0.95] [--timeout SECONDS] [--engine] [-v]\n";
+                   "                            [--min-pass-rate 0.95] [--timeout SECONDS] [--engine] [-v]\n"
+                   "                            [--backend cpu|cpu-device|cuda] [--strict-device]\n";
       return 2;
     }
   }
@@ -220,7 +244,7 @@ int main(int argc, char** argv) {
       if (opt.verbose) std::cout << "SKIP " << name << ": " << it->second << "\n";
       continue;
     }
-    std::string why = runIsolated(dir, opt.timeoutSeconds, opt.engine);
+    std::string why = runIsolated(dir, opt.timeoutSeconds, opt.engine, opt);
     if (why.rfind(kSkipPrefix, 0) == 0) {
       ++skipped;
       if (opt.verbose) std::cout << "SKIP " << name << ": " << why.substr(std::strlen(kSkipPrefix)) << "\n";

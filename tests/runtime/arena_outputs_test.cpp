@@ -8,7 +8,7 @@
 #include <kiln/reference_executor.h>
 #include <kiln/runtime.h>
 
-#include "builder/engine_description.h"
+#include "plan/engine_plan.h"
 #include "common/test_models.h"
 #include "runtime/arena_poison.h"
 
@@ -137,7 +137,8 @@ class ArenaOutputs : public ::testing::Test {
 
 TEST_F(ArenaOutputs, EveryOpUnderTestWritesIntoTheArena) {
   std::set<std::string> planned;
-  for (const auto& a : engine_->description().memory.assignments) planned.insert(a.tensor);
+  for (const auto& arena : engine_->plan().memory)
+    for (const auto& a : arena.assignments) planned.insert(a.tensor);
   for (const auto& name : partial_.opOutputs) EXPECT_TRUE(planned.count(name)) << name << " is not in the arena";
 }
 

@@ -10,7 +10,7 @@
 #include <kiln/runtime.h>
 
 #include "backends/backend.h"
-#include "builder/engine_description.h"
+#include "plan/engine_plan.h"
 #include "common/test_models.h"
 #include "plan/plan_format.h"
 
@@ -59,31 +59,29 @@ std::shared_ptr<Network> convChain() {
   return OnnxImporter().importBytes(mb.bytes());
 }
 
-// The built plan with every convolution on its oneDNN tactic, and every pool on oneDNN's (`pools`)
+// A plan built with every convolution on its oneDNN tactic, and every pool on oneDNN's (`pools`)
 // or Kiln's; `expected` layers forced onto oneDNN.
 std::vector<uint8_t> planOnOneDnn(const Network& network, bool pools = false, int expected = 6) {
-  BuildResult built = Builder().build(network, BuilderConfig{});
-  auto description = readPlan(built.plan);
+  BuilderConfig config;
   int forced = 0;
-  for (size_t i = 0; i < description->network->layers().size(); ++i) {
-    const std::string& op = description->network->layers()[i].opType;
-    if (op.find("Conv") != std::string::npos) {
-      description->decisions[i].tactic = "cpu.conv.onednn";
+  for (const auto& layer : Builder().build(network, config).report.layers) {
+    if (layer.type.find("Conv") != std::string::npos) {
+      config.forcedTactics[layer.name] = "cpu.conv.onednn";
       ++forced;
-    } else if (op.find("Pool") != std::string::npos) {  // whatever the timing chose
-      description->decisions[i].tactic = pools ? "cpu.pool.onednn" : "cpu.pool.kiln";
+    } else if (layer.type.find("Pool") != std::string::npos) {
+      config.forcedTactics[layer.name] = pools ? "cpu.pool.onednn" : "cpu.pool.kiln";
       forced += pools;
     }
   }
   EXPECT_EQ(forced, expected);
-  return writePlan(*description);
+  return Builder().build(network, config).plan;
 }
 
 TEST(ChannelsLast, KeepsExactlyTheTensorsBetweenOneDnnConvolutions) {
   auto description = readPlan(planOnOneDnn(*convChain()));
   std::vector<std::string> tactics;
   std::vector<Precision> precisions;
-  for (const auto& d : description->decisions) {
+  for (const auto& d : description->layers) {
     tactics.push_back(d.tactic);
     precisions.push_back(d.precision);
   }

@@ -2,7 +2,7 @@
 #include <kiln/error.h>
 #include <kiln/runtime.h>
 
-#include "builder/engine_description.h"
+#include "plan/engine_plan.h"
 #include "plan/plan_format.h"
 #include "common/test_models.h"
 
@@ -16,7 +16,7 @@ using namespace kiln;
 namespace {
 
 // A hand-made engine: y = Identity(x) with a constant and a subgraph-free layer list.
-std::shared_ptr<EngineDescription> sampleDescription() {
+std::shared_ptr<EnginePlan> sampleDescription() {
   auto net = std::make_shared<Network>();
   net->addInput("x", DataType::kFloat32, Shape({Dim::symbol("N"), 4}));
   net->addConstant("w", test::randomFloats({4}, 3));
@@ -32,10 +32,12 @@ std::shared_ptr<EngineDescription> sampleDescription() {
   net->addLayer(id);
   net->markOutput("y");
   net->inferShapes();
-  auto d = std::make_shared<EngineDescription>();
+  auto d = std::make_shared<EnginePlan>();
   d->info = {kPlanFormatVersion, "test", "cpu", "CPU", "", "storage=fp32"};
   d->network = net;
-  d->decisions = {{Precision::kFP32, "cpu.identity"}};
+  d->layers.resize(1);
+  d->layers[0].tactic = "cpu.identity";
+  for (const char* name : {"x", "y"}) d->tensors[name] = {DataType::kFloat32, TensorFormat::kLinear, MemorySpace::kHost, name, false};
   d->profiles = {OptimizationProfile{{{"x", ShapeRange{{1, 4}, {2, 4}, {8, 4}}}}}};
   d->report.backend = "cpu";
   d->report.layers.push_back({"id", "Identity", "fp32", "cpu.identity", {}, {}, {"onnx_id"}});
@@ -63,7 +65,9 @@ TEST(Plan, RoundTripKeepsNetworkDecisionsProfilesAndWeights) {
   EXPECT_EQ(l.attrString("note"), "kept");
   EXPECT_EQ(l.attrInts("ints"), (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(l.origins, std::vector<std::string>{"onnx_id"});
-  EXPECT_EQ(back->decisions.at(0).tactic, "cpu.identity");
+  EXPECT_EQ(back->layers.at(0).tactic, "cpu.identity");
+  EXPECT_EQ(back->layers.at(0).backend, "cpu");
+  EXPECT_EQ(back->tensor("y").space, MemorySpace::kHost);
   ASSERT_EQ(back->profiles.size(), 1u);
   EXPECT_EQ(back->profiles[0].inputs.at("x").max, (std::vector<int64_t>{8, 4}));
   EXPECT_EQ(back->network->tensor("x").shape.toString(), "[N,4]");

@@ -19,8 +19,10 @@ struct PassRecord {
 
 struct TensorSummary {
   std::string name;
-  std::string dtype;  // "float32", ...
+  std::string dtype;  // what its memory holds: "float32", "float16", ...
   std::string shape;  // "[N,3,224,224]"
+  std::string space = "host";     // "host" or "device"
+  std::string format = "linear";  // "linear" or "nhwc"
 };
 
 // A tactic the builder considered for a layer, and what became of it.
@@ -40,6 +42,11 @@ struct LayerSummary {
   std::vector<std::string> origins;  // ONNX nodes fused into this layer
   std::vector<TacticCandidate> tacticCandidates;  // every candidate, in the backend's order
   int64_t workspaceBytes = 0;                     // the chosen tactic's, at the max shapes
+  std::string backend = "cpu";                    // the backend that runs it
+  std::string role = "compute";   // "compute", or a layer the builder inserted: "copy", "cast", "reformat"
+  std::string phase = "launch";   // "launch", or "shape": host shape arithmetic before enqueue
+  std::string fallback;           // why it runs on the CPU instead of the engine's backend
+  std::string dataDependent;      // why its output shape depends on data (the engine synchronises there)
 };
 
 struct BuildReport {
@@ -52,6 +59,10 @@ struct BuildReport {
   int64_t peakActivationBytes = 0;   // with buffers shared by liveness
   int64_t naiveActivationBytes = 0;  // every activation in its own buffer
   double buildMilliseconds = 0;
+  // Layers the engine synchronises at (data-dependent output shapes, host layers between device
+  // ones): such an engine cannot be captured in a CUDA graph.
+  std::vector<std::string> synchronizingLayers;
+  bool graphCapturable() const { return synchronizingLayers.empty(); }
 
   std::string toJson(int indent = 2) const;
   static BuildReport fromJson(const std::string& json);  // throws kiln::Error on malformed input

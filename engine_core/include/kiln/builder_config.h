@@ -12,8 +12,11 @@ enum class Precision { kFP32, kTF32, kFP16, kBF16, kINT8, kFP8 };
 const char* toString(Precision precision);
 std::optional<Precision> parsePrecision(const std::string& name);  // "fp32", "fp16", ...
 
-enum class BackendKind { kCpu, kCuda };
-const char* toString(BackendKind backend);
+// kTestDevice ("cpu-device") runs the CPU kernels on memory the runtime may not touch directly: a
+// device backend for tests, so CI checks the runtime's device contract without a GPU.
+enum class BackendKind { kCpu, kCuda, kTestDevice };
+const char* toString(BackendKind backend);  // the backend's registry name: "cpu", "cuda", "cpu-device"
+std::optional<BackendKind> parseBackendKind(const std::string& name);
 
 // min/opt/max dims of one input: every runtime shape must lie between min and max, and the builder
 // tunes for opt.
@@ -37,9 +40,15 @@ struct BuilderConfig {
   bool strongTyping = false;
   // Layer name -> precision it must run in.
   std::map<std::string, Precision> layerPrecisions;
+  // Layer name (after the passes) -> the tactic it must use, taken without timing (a tactic that does
+  // not apply to the layer is an error naming the ones that do).
+  std::map<std::string, std::string> forcedTactics;
   std::vector<OptimizationProfile> profiles;
   int optimizationLevel = 3;  // 0: no passes ... 5: everything, widest tactic search
   uint64_t workspaceBytes = uint64_t(1) << 30;
+  // Layers the backend cannot run fall back to the CPU with a warning; strict: the build fails
+  // naming them instead.
+  bool strictDevice = false;
   std::string timingCachePath;  // empty: no persistent timing cache
   bool cudaGraphs = false;
 

@@ -90,6 +90,8 @@ class HostTensor {
   static HostTensor inArena(DataType dtype, std::vector<int64_t> dims, std::shared_ptr<void> arena, size_t offset);
   HostTensor clone() const;
   bool sharesStorageWith(const HostTensor& other) const { return storage_ == other.storage_; }
+  // False for a view of memory nobody owns through it (view() with no owner: bound engine memory).
+  bool ownsMemory() const { return storage_ != nullptr; }
 
  private:
   void checkType(DataType requested) const;

@@ -123,8 +123,11 @@ class Network {
   // subgraph reads from its enclosing graph.
   using ScopeLookup = std::function<const Tensor*(const std::string&)>;
   void inferShapes(const ScopeLookup& outerScope = {});
-  // The same for one layer, whose inputs must already be typed.
-  void inferLayer(size_t layerIndex, const ScopeLookup& outerScope = {});
+  // The same for one layer, whose inputs must already be typed. `valuesRead` (when given) gets, per
+  // input, whether the inference asked for its value (shape-tensor inputs such as Reshape's shape).
+  void inferLayer(size_t layerIndex, const ScopeLookup& outerScope = {}, std::vector<bool>* valuesRead = nullptr);
+  // Puts the layers in an order where producers come before consumers (topologicalOrder's).
+  void sortLayersTopologically();
   // Names of tensors used inside subgraphs but defined outside them.
   std::vector<std::string> outerScopeReferences() const;
   void removeUnusedTensors();

@@ -34,12 +34,25 @@ struct IOTensorInfo {
   Shape shape;  // may hold symbolic dims
 };
 
+// Memory for outputs whose size is known only once the engine has run (a data-dependent shape, as
+// after NonZero), like TensorRT's IOutputAllocator. The engine asks for it during enqueue and then
+// tells the shape; the memory is in the output's memory space (device memory for CUDA engines).
+class OutputBufferAllocator {
+ public:
+  virtual ~OutputBufferAllocator() = default;
+  // Memory for `bytes` (at least) of output `name`; `current` is what was given last time, or null.
+  virtual void* reallocateOutput(const std::string& name, void* current, uint64_t bytes, uint64_t alignment) = 0;
+  virtual void notifyShape(const std::string& name, const std::vector<int64_t>& dims) = 0;
+};
+
 class ExecutionContext;
-struct EngineDescription;
+struct EnginePlan;
+struct EngineProgram;
+struct SlotState;
 
 class Engine {
  public:
-  explicit Engine(std::shared_ptr<const EngineDescription> description);
+  explicit Engine(std::shared_ptr<const EnginePlan> plan);
   ~Engine();
   const PlanInfo& planInfo() const;
   const BuildReport& report() const;
@@ -51,39 +64,58 @@ class Engine {
   // The activations this engine keeps in a non-linear layout between layers ("nhwc": channels-last
   // between oneDNN convolutions); the others are linear.
   std::map<std::string, std::string> nonLinearTensorLayouts() const;
-  const EngineDescription& description() const { return *description_; }
+  // Where each input and output lives: "host" or "device" (setTensorAddress takes memory there).
+  std::string tensorMemorySpace(const std::string& name) const;
+  const EnginePlan& plan() const { return *plan_; }
+  const EngineProgram& program() const { return *program_; }
 
  private:
-  std::shared_ptr<const EngineDescription> description_;
+  std::shared_ptr<const EnginePlan> plan_;
+  std::shared_ptr<const EngineProgram> program_;
 };
 
+// One set of activations for running an engine; several contexts of one engine run at once. A run
+// has three phases: setInputShape works out every tensor's dims (the shape phase, with shape-tensor
+// arithmetic on the host), setTensorAddress binds inputs and outputs, enqueue launches the steps on
+// a stream without allocating or converting anything.
 class ExecutionContext {
  public:
-  explicit ExecutionContext(std::shared_ptr<const EngineDescription> description);
+  ExecutionContext(std::shared_ptr<const EnginePlan> plan, std::shared_ptr<const EngineProgram> program);
   ~ExecutionContext();
   // Chooses the optimisation profile whose ranges the input shapes must lie in.
   void setOptimizationProfile(int index);
   int optimizationProfile() const { return profile_; }
   // Throws kiln::Error naming the input, the dimension and the allowed range when outside the profile.
   void setInputShape(const std::string& name, const std::vector<int64_t>& dims);
-  // Binds host memory (CPU backend) or device memory (CUDA backend) for an input or output.
+  // Binds memory for an input or output: host memory for CPU engines and shape inputs, device
+  // memory for device engines (Engine::tensorMemorySpace says which).
   void setTensorAddress(const std::string& name, void* address);
-  std::vector<int64_t> tensorShape(const std::string& name) const;  // output shapes after a run
+  // For outputs whose size depends on data: where their memory comes from.
+  void setOutputAllocator(const std::string& name, OutputBufferAllocator* allocator);
+  // Dims of any input or output once the input shapes are set (outputs whose size depends on data:
+  // after a run). Throws naming the tensor when they are not known.
+  std::vector<int64_t> tensorShape(const std::string& name) const;
   void setProfiler(Profiler* profiler) { profiler_ = profiler; }
   // Sees every tensor a layer produces (name, layer, value in fp32 where stored narrower), for
   // per-layer accuracy comparisons. Slows execution; leave unset for speed.
   using TensorObserver = std::function<void(const std::string& tensor, const std::string& layer, const HostTensor&)>;
   void setTensorObserver(TensorObserver observer) { observer_ = std::move(observer); }
-  // Runs on `stream` (CUDA backend; nullptr for the CPU backend, which runs synchronously).
+  // Runs on `stream` (a cudaStream_t for CUDA engines; nullptr: the backend's own stream). The CPU
+  // backend runs synchronously.
   void enqueue(void* stream);
   void execute() { enqueue(nullptr); }
 
-  // Convenience for hosts without manual binding: runs with the given inputs, returns outputs.
+  // Convenience for hosts without manual binding: copies host inputs in, runs, returns host outputs.
   std::map<std::string, HostTensor> run(const std::map<std::string, HostTensor>& inputs);
 
  private:
   struct State;
-  std::shared_ptr<const EngineDescription> description_;
+  // The shape phase and binding, when shapes, shape-input values or addresses changed.
+  void prepareShapes();
+  const SlotState& slotState(int slot) const;
+
+  std::shared_ptr<const EnginePlan> plan_;
+  std::shared_ptr<const EngineProgram> program_;
   std::unique_ptr<State> state_;
   int profile_ = 0;
   Profiler* profiler_ = nullptr;

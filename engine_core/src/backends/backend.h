@@ -1,42 +1,43 @@
 #pragma once
-// A backend runs engine layers: the CPU backend (reference and fallback) and the CUDA backend.
-// The builder asks it what it supports and which candidate implementations (tactics) a layer has,
-// and times those on the backend's own stream with its events; the runtime asks it to instantiate
-// the tactic the plan names as a Step and enqueues the steps on a stream, with activations and
-// workspace in memory from the backend's allocator.
+// A backend runs engine layers: the CPU backend (reference and fallback), the test device backend
+// and the CUDA backend. The builder asks it what it supports and which candidate implementations
+// (tactics) a layer has, and times those on the backend's own stream with its events; the runtime
+// asks it to instantiate the tactic the plan names as a Step, binds every step's tensors to memory
+// from the backend's allocator, and enqueues the steps on a stream.
+//
+// The step contract (docs/DESIGN.md, "Runtime"): a step reads and writes TensorViews that the
+// runtime bound before launch; enqueue allocates nothing, returns nothing, converts nothing and
+// never blocks the host (for a device backend), so a CUDA graph can capture it. Only a layer whose
+// output size depends on data asks for its output memory through an OutputAllocator.
 #include <kiln/builder_config.h>
 #include <kiln/host_tensor.h>
 #include <kiln/network.h>
 
+#include "../ir/tensor_placement.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace kiln {
 
-// How a tactic lays out the tensors it reads and writes.
-enum class TensorFormat {
-  kLinear,  // row-major in the declared dim order (NCHW for images)
-  kNHWC,    // channels last
-};
-inline const char* toString(TensorFormat format) { return format == TensorFormat::kNHWC ? "nhwc" : "linear"; }
-
 // One candidate implementation of a layer. The id is stable across builds and versions
 // ("cpu.conv.im2col_gemm", "cublaslt.gemm.algo17.fp16.relu_bias") so timing caches and plans can
 // name it.
 struct Tactic {
   std::string id;
-  // Layouts of the activations it reads (per input; empty: all linear) and writes, when the engine
-  // keeps a tensor in another layout between two steps that agree on it (Backend::tensorFormats).
+  // Layouts of the activations it reads (per input; empty: all linear) and writes.
   std::vector<TensorFormat> inputFormats;
   TensorFormat outputFormat = TensorFormat::kLinear;
   uint64_t workspaceBytes = 0;  // scratch it needs at the input dims it was listed for
   // Whether it can also read and write channels-last activations, so that the engine can skip
   // re-layouts between it and its neighbours (the builder prefers it on a near tie).
   bool takesChannelsLast = false;
+  std::vector<uint8_t> payload;  // backend-private choice details, stored in the plan
 
   TensorFormat inputFormat(size_t input) const {
     return input < inputFormats.size() ? inputFormats[input] : TensorFormat::kLinear;
@@ -51,18 +52,20 @@ using LayerWeights = std::vector<const HostTensor*>;
 // What the builder knows about a layer's inputs when it asks for tactics.
 struct LayerInputs {
   std::vector<DataType> types;  // declared dtypes
-  LayerShapes dims;             // at the shapes the workspace must cover (the profile's max point)
+  LayerShapes dims;             // at the shapes the workspace must cover (a profile's max point)
   LayerWeights weights;
 };
 
-inline LayerWeights layerWeights(const Network& network, const Layer& layer) {
-  LayerWeights weights;
-  for (const auto& name : layer.inputs) {
-    const Tensor* t = name.empty() ? nullptr : network.findTensor(name);
-    weights.push_back(t && t->isConstant() ? &*t->constant : nullptr);
-  }
-  return weights;
-}
+// The declared tensors of a layer, parallel to layer.inputs / layer.outputs (nullptr where absent),
+// for instantiating its step: logical types, and the weights in each constant's Tensor::constant
+// (possibly stored narrower, e.g. fp16 weights of an fp16 layer). They point into the plan's
+// network, which outlives the steps.
+struct LayerSignature {
+  std::vector<const Tensor*> inputs, outputs;
+  std::vector<const Tensor*> outerReads;  // what its subgraph bodies read from outside (subgraphReferences)
+  LayerWeights weights() const;  // the constant inputs' stored values
+};
+LayerSignature layerSignature(const Network& network, const Layer& layer);
 
 struct SupportVerdict {
   bool supported = true;
@@ -74,6 +77,26 @@ struct DeviceInfo {
   std::string computeCapability;  // "9.0"; empty on the CPU
 };
 
+// One tensor as a step sees it: what the memory holds and where it is. Views are made by the
+// runtime when it binds (after the shape phase), not during enqueue.
+struct TensorView {
+  DataType dtype = DataType::kUndefined;  // the storage type
+  std::vector<int64_t> dims;              // logical dims (N, C, H, W also for NHWC)
+  TensorFormat format = TensorFormat::kLinear;
+  MemorySpace space = MemorySpace::kHost;
+  void* data = nullptr;
+  // Host values that are no plain tensor (sequences, optionals, string tensors) live here instead;
+  // only host backends see them.
+  Value* object = nullptr;
+  bool isConstant = false;  // a weight: steps use the copy they prepared at instantiate()
+  // False for an output whose size depends on data, until the step has asked for its memory.
+  bool shapeKnown = true;
+
+  bool present() const { return data != nullptr || object != nullptr || dtype != DataType::kUndefined; }
+  int64_t elementCount() const;
+  uint64_t byteSize() const;
+};
+
 // Device memory (host memory on the CPU).
 class DeviceAllocator {
  public:
@@ -83,8 +106,7 @@ class DeviceAllocator {
   virtual void free(void* memory) = 0;
 };
 
-// Shared ownership of memory from a DeviceAllocator (tensors viewing it can co-own it:
-// HostTensor::inArena(dtype, dims, buffer, offset)).
+// Shared ownership of memory from a DeviceAllocator.
 using DeviceBuffer = std::shared_ptr<void>;
 inline DeviceBuffer allocateBuffer(DeviceAllocator& allocator, uint64_t bytes, uint64_t alignment = 256) {
   return DeviceBuffer(allocator.allocate(bytes, alignment), [&allocator](void* p) { allocator.free(p); });
@@ -96,7 +118,7 @@ class Event;
 class Stream {
  public:
   virtual ~Stream() = default;
-  // Copies in stream order; either side may be host or device memory.
+  // Copies in stream order; either side may be host or this backend's device memory.
   virtual void copy(void* destination, const void* source, uint64_t bytes) = 0;
   // Work enqueued later waits until `event` has completed.
   virtual void wait(const Event& event) = 0;
@@ -116,52 +138,75 @@ class Event {
   virtual double millisecondsSince(const Event& start) const = 0;
 };
 
-// Where a step puts output i (dtype and dims from shape inference); an empty tensor lets the step
-// allocate it itself (host backends only).
-using OutputAllocator = std::function<HostTensor(size_t index, DataType dtype, const std::vector<int64_t>& dims)>;
-// Runs a subgraph attribute (If/Loop/Scan bodies) on the given inputs.
-using SubgraphRunner = std::function<std::vector<Value>(const Network&, const std::vector<Value>&)>;
-
-// One run of a step. Tensors are views of the backend's memory (host memory on the CPU).
-struct StepIO {
-  std::vector<const Value*> inputs;  // parallel to layer.inputs; nullptr for absent optional inputs
-  OutputAllocator outputs;
-  void* workspace = nullptr;  // at least Step::workspaceBytes(inputs) bytes
-  uint64_t workspaceBytes = 0;
-  SubgraphRunner subgraphs;         // control flow bodies (CPU backend)
-  Network::ScopeLookup scopeTypes;  // types of the outer values the bodies read
+// Memory for an output whose dims a step learns only while it runs (TensorRT's IOutputAllocator):
+// returns memory for `bytes` in the output's memory space; the runtime records the dims.
+class OutputAllocator {
+ public:
+  virtual ~OutputAllocator() = default;
+  virtual void* allocate(size_t output, DataType dtype, const std::vector<int64_t>& dims) = 0;
 };
 
-// A layer instantiated with one tactic, its weights prepared (uploaded, repacked); runs many times.
+// What one execution context keeps for one step between runs (caches of control-flow bodies,
+// library handles); steps themselves are shared by every context of an engine.
+class StepState {
+ public:
+  virtual ~StepState() = default;
+};
+
+// One launch of a step.
+struct StepArgs {
+  // Parallel to layer.inputs, then the outer tensors its subgraph bodies read (in
+  // subgraphReferences order); absent optional inputs are empty views.
+  std::span<const TensorView> inputs;
+  // Parallel to layer.outputs. Dims are set, except for outputs whose size depends on data
+  // (shapeKnown false, no memory): the step asks `outputAllocator` for those and sets dims, data
+  // and shapeKnown.
+  std::span<TensorView> outputs;
+  void* workspace = nullptr;  // at least Step::workspaceBytes(inputs, outputs) bytes
+  uint64_t workspaceBytes = 0;
+  OutputAllocator* outputAllocator = nullptr;
+  StepState* state = nullptr;  // from Step::createState, per execution context
+};
+
+// A layer instantiated with one tactic, its weights prepared (uploaded, repacked); runs many times,
+// from several execution contexts at once.
 class Step {
  public:
   virtual ~Step() = default;
   virtual const Tactic& tactic() const = 0;
-  // Scratch bytes for a run on these inputs.
-  virtual uint64_t workspaceBytes(const std::vector<const Value*>& inputs) const = 0;
-  // Enqueues the layer on `stream` and returns its outputs.
-  virtual std::vector<Value> enqueue(const StepIO& io, Stream& stream) const = 0;
+  // Scratch bytes for a launch with these views (dims set); asked when shapes change, not per launch.
+  virtual uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const = 0;
+  virtual std::unique_ptr<StepState> createState() const { return nullptr; }
+  // Enqueues the layer on `stream`.
+  virtual void enqueue(const StepArgs& args, Stream& stream) const = 0;
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // the registry name: "cpu", "cpu-device", "cuda"
   virtual BackendKind kind() const = 0;
   virtual DeviceInfo device() const = 0;
+  // Where its steps read and write activations.
+  virtual MemorySpace memorySpace() const { return MemorySpace::kHost; }
+  // Whether its steps read float activations in any float storage type and write the storage type
+  // the builder picks, converting inside (the CPU backend), rather than exactly their precision's
+  // type (device backends): then the builder inserts Cast layers around them.
+  virtual bool convertsFloatStorage() const { return true; }
   // Whether the backend can run `layer` with its activations in `precision`.
   virtual SupportVerdict supports(const Layer& layer, Precision precision) const = 0;
   // Candidate implementations for these inputs, best guess first (never empty for a supported
   // layer), each with the workspace it needs at inputs.dims.
   virtual std::vector<Tactic> tactics(const Layer& layer, Precision precision, const LayerInputs& inputs) const = 0;
-  // The layer on tactic.id (the layer must outlive the step). Throws kInvalidArgument naming the
-  // layer and the tactic when the backend has no such tactic for it (e.g. a plan from another
-  // Kiln version).
+  // The layer on tactic.id with the layouts the plan chose (the layer must outlive the step).
+  // Throws kInvalidArgument naming the layer and the tactic when the backend has no such tactic for
+  // it (e.g. a plan from another Kiln version).
   virtual std::unique_ptr<Step> instantiate(const Layer& layer, const Tactic& tactic,
-                                            const LayerWeights& weights) const = 0;
-  // The activations an engine keeps in a non-linear layout: those whose producer and every reader
-  // run tactics (`tactics`, parallel to network.layers(), with each layer's activation precision)
-  // that take that layout, so no re-layout runs between them. Graph outputs stay linear. The
-  // runtime passes the layouts to instantiate() in Tactic::inputFormats / outputFormat.
+                                            const LayerSignature& signature) const = 0;
+  // The activations it would keep in a non-linear layout: those whose producer and every reader
+  // run tactics (`tactics`, parallel to network.layers(), with each layer's activation precision;
+  // empty entries are layers on other backends) that take that layout, so no re-layout runs
+  // between them. Graph outputs stay linear.
   virtual std::unordered_map<std::string, TensorFormat> tensorFormats(const Network& network,
                                                                       const std::vector<std::string>& tactics,
                                                                       const std::vector<Precision>& precisions) const {
@@ -170,6 +215,11 @@ class Backend {
   }
   virtual DeviceAllocator& allocator() const = 0;
   virtual std::unique_ptr<Stream> createStream() const = 0;
+  // The caller's stream (a cudaStream_t) as this backend's Stream; nullptr: a stream of its own.
+  virtual std::unique_ptr<Stream> wrapStream(void* native) const {
+    (void)native;
+    return createStream();
+  }
   virtual std::unique_ptr<Event> createEvent() const = 0;
 };
 

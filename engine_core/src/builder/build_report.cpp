@@ -11,13 +11,15 @@ namespace {
 
 json tensorsToJson(const std::vector<TensorSummary>& ts) {
   json out = json::array();
-  for (const auto& t : ts) out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+  for (const auto& t : ts)
+    out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"space", t.space}, {"format", t.format}});
   return out;
 }
 
 std::vector<TensorSummary> tensorsFromJson(const json& j) {
   std::vector<TensorSummary> out;
-  for (const auto& t : j) out.push_back({t.at("name"), t.at("dtype"), t.at("shape")});
+  for (const auto& t : j)
+    out.push_back({t.at("name"), t.at("dtype"), t.at("shape"), t.value("space", "host"), t.value("format", "linear")});
   return out;
 }
 
@@ -66,8 +68,15 @@ std::string BuildReport::toJson(int indent) const {
                           {"workspace_bytes", l.workspaceBytes},
                           {"inputs", tensorsToJson(l.inputs)},
                           {"outputs", tensorsToJson(l.outputs)},
-                          {"origins", l.origins}});
+                          {"origins", l.origins},
+                          {"backend", l.backend},
+                          {"role", l.role},
+                          {"phase", l.phase},
+                          {"fallback", l.fallback},
+                          {"data_dependent", l.dataDependent}});
   j["layers"] = layersJson;
+  j["synchronizing_layers"] = synchronizingLayers;
+  j["cuda_graph_capturable"] = graphCapturable();
   return j.dump(indent);
 }
 
@@ -89,7 +98,10 @@ BuildReport BuildReport::fromJson(const std::string& text) {
       r.layers.push_back({l.at("name"), l.at("type"), l.at("precision"), l.at("tactic"),
                           tensorsFromJson(l.at("inputs")), tensorsFromJson(l.at("outputs")),
                           l.at("origins").get<std::vector<std::string>>(), candidatesFromJson(l),
-                          l.value("workspace_bytes", int64_t(0))});
+                          l.value("workspace_bytes", int64_t(0)), l.value("backend", "cpu"),
+                          l.value("role", "compute"), l.value("phase", "launch"), l.value("fallback", ""),
+                          l.value("data_dependent", "")});
+    r.synchronizingLayers = j.value("synchronizing_layers", std::vector<std::string>{});
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kInvalidArgument, std::string("malformed build report JSON: ") + e.what());
   }

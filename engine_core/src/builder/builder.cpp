@@ -3,12 +3,16 @@
 #include <kiln/error.h>
 
 #include "../backends/backend.h"
+#include "../backends/backend_registry.h"
 #include "../passes/pass.h"
 #include "../plan/plan_format.h"
 #include "../runtime/precision_convert.h"
+#include "conversion_layers.h"
 #include "memory_planner.h"
+#include "placement.h"
 #include "precision_planner.h"
 #include "profile_validation.h"
+#include "shape_values.h"
 #include "tactic_selector.h"
 
 #include <chrono>
@@ -29,13 +33,6 @@ class Progress {
  private:
   BuildObserver* observer_;
 };
-
-std::unique_ptr<Backend> backendFor(const BuilderConfig& config) {
-  if (config.backend == BackendKind::kCuda)
-    throw Error(ErrorCode::kUnsupported, "this Kiln was built without the CUDA backend; use --backend cpu, or build "
-                                         "Kiln on a machine with the CUDA toolkit");
-  return makeCpuBackend();
-}
 
 // Concrete shapes of every tensor when the inputs take the given shapes (unknown ones omitted).
 std::map<std::string, std::vector<int64_t>> concreteShapes(const Network& network,
@@ -65,20 +62,18 @@ std::string buildFlags(const BuilderConfig& c) {
   return s;
 }
 
-DataType storageType(Precision p) {
-  return p == Precision::kFP16 ? DataType::kFloat16 : p == Precision::kBF16 ? DataType::kBFloat16 : DataType::kFloat32;
-}
-
-// Weights read only by reduced-precision layers are stored in that precision in the plan.
-void narrowWeights(Network& network, const std::vector<LayerDecision>& decisions) {
+// Weights read only by reduced-precision layers are stored in that precision in the plan (the CPU
+// backend widens them again when it prepares its steps).
+void narrowWeights(Network& network, const std::vector<PlannedLayer>& layers) {
   std::map<std::string, DataType> storage;  // constant -> narrowest type all its readers accept
-  std::map<std::string, bool> keepWide;
+  std::set<std::string> keepWide;
   for (size_t i = 0; i < network.layers().size(); ++i)
     for (const auto& in : network.layers()[i].inputs) {
       const Tensor* t = in.empty() ? nullptr : network.findTensor(in);
       if (!t || !t->isConstant() || t->dtype != DataType::kFloat32) continue;
-      DataType want = storageType(decisions[i].precision);
-      if (want == DataType::kFloat32) keepWide[in] = true;
+      const DataType want =
+          layers[i].phase == LayerPhase::kShape ? DataType::kFloat32 : storageTypeOf(layers[i].precision);
+      if (want == DataType::kFloat32) keepWide.insert(in);
       else storage[in] = want;
     }
   for (const auto& [name, type] : storage) {
@@ -88,10 +83,48 @@ void narrowWeights(Network& network, const std::vector<LayerDecision>& decisions
   }
 }
 
-TensorSummary summarize(const Network& net, const std::string& name) {
+TensorSummary summarize(const Network& net, const EnginePlan& plan, const std::string& name) {
   const Tensor* t = name.empty() ? nullptr : net.findTensor(name);
-  if (!t) return {name, "", ""};
-  return {name, std::string(toString(t->dtype)), t->shape.toString()};
+  if (!t) return {name, "", "", "host", "linear"};
+  auto placed = plan.tensors.find(name);
+  if (placed == plan.tensors.end())  // a constant
+    return {name, std::string(toString(t->constant ? t->constant->dtype() : t->dtype)), t->shape.toString(), "host",
+            "linear"};
+  return {name, std::string(toString(placed->second.storage)), t->shape.toString(), toString(placed->second.space),
+          toString(placed->second.format)};
+}
+
+// The graph's input dims at each profile's `point` (one entry without profiles: the static dims).
+std::vector<std::map<std::string, std::vector<int64_t>>> profilePoints(const Network& network,
+                                                                       const BuilderConfig& config, ProfilePoint point) {
+  std::vector<std::map<std::string, std::vector<int64_t>>> points;
+  for (size_t p = 0; p < std::max<size_t>(1, config.profiles.size()); ++p)
+    points.push_back(profileShapes(network, config, p, point));
+  return points;
+}
+
+// The activations a backend keeps in a non-linear layout among the layers it runs.
+void chooseFormats(const Network& network, const Backend& backend, std::vector<PlannedLayer>& layers) {
+  std::vector<std::string> tactics;
+  std::vector<Precision> precisions;
+  for (const PlannedLayer& p : layers) {
+    const bool here = p.backend == backend.name() && p.phase == LayerPhase::kLaunch;
+    tactics.push_back(here ? p.tactic : std::string());
+    precisions.push_back(p.precision);
+  }
+  const auto formats = backend.tensorFormats(network, tactics, precisions);
+  if (formats.empty()) return;
+  auto formatOf = [&](const std::string& tensor) {
+    auto it = formats.find(tensor);
+    return it == formats.end() ? TensorFormat::kLinear : it->second;
+  };
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (tactics[i].empty()) continue;
+    const Layer& layer = network.layers()[i];
+    layers[i].inputFormats.clear();
+    for (const auto& in : layer.inputs) layers[i].inputFormats.push_back(formatOf(in));
+    if (!layer.outputs.empty()) layers[i].outputFormat = formatOf(layer.outputs[0]);
+  }
 }
 
 }  // namespace
@@ -99,7 +132,9 @@ TensorSummary summarize(const Network& net, const std::string& name) {
 BuildResult Builder::build(const Network& input, const BuilderConfig& config, BuildObserver* observer) const {
   auto start = std::chrono::steady_clock::now();
   Progress progress(observer);
-  auto backend = backendFor(config);
+  const auto engineBackend = BackendRegistry::instance().get(toString(config.backend));
+  const auto cpuBackend = BackendRegistry::instance().get(toString(BackendKind::kCpu));
+  const PlacementBackends backends{*engineBackend, *cpuBackend};
   if (config.optimizationLevel < 0 || config.optimizationLevel > 5)
     throw Error(ErrorCode::kInvalidArgument, "optimization level " + std::to_string(config.optimizationLevel) +
                                                  " is outside 0-5");
@@ -109,49 +144,68 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   validateProfiles(*network, config);
 
   BuildReport report;
-  report.backend = toString(config.backend);
+  report.backend = engineBackend->name();
   report.onnxNodeCount = int64_t(input.layers().size());
   progress.report("passes", 0.0);
   PassContext passContext;
   passContext.backend = config.backend;
   passContext.optimizationLevel = config.optimizationLevel;
-  passContext.backendSupports = [&](const Layer& l) { return backend->supports(l, Precision::kFP32).supported; };
+  passContext.backendSupports = [&](const Layer& l) { return engineBackend->supports(l, Precision::kFP32).supported; };
   report.passes = PassManager::standard(config.optimizationLevel).run(*network, passContext);
   for (const auto& pass : report.passes)
     logger_.log(Severity::kInfo, "pass " + pass.name + ": " + std::to_string(pass.layersBefore) + " -> " +
                                      std::to_string(pass.layersAfter) + " layers");
+  network->sortLayersTopologically();
 
   progress.report("precision", 0.3);
-  auto decisions = planPrecisions(*network, config, *backend, report.warnings);
+  EnginePlan plan;
+  plan.layers.resize(network->layers().size());
+  const auto precisions = planPrecisions(*network, config, *engineBackend, *cpuBackend, report.warnings);
+  for (size_t i = 0; i < precisions.size(); ++i) plan.layers[i].precision = precisions[i];
+  const ShapeValuePlan shapeValues = analyzeShapeValues(*network, profilePoints(*network, config, ProfilePoint::kMax));
+  placeLayers(*network, shapeValues, *engineBackend, config.strictDevice, plan.layers, report.warnings);
   for (const auto& w : report.warnings) logger_.log(Severity::kWarning, w);
   for (size_t i = 0; i < network->layers().size(); ++i) {
     const Layer& l = network->layers()[i];
-    auto verdict = backend->supports(l, decisions[i].precision);
-    if (!verdict.supported && backend->supports(l, Precision::kFP32).supported == false)
-      throw Error(ErrorCode::kUnsupported, l.describe() + " cannot run on the " + report.backend + " backend: " + verdict.why);
+    const Backend& backend = backends.named(plan.layers[i].backend);
+    if (!backend.supports(l, Precision::kFP32).supported)
+      throw Error(ErrorCode::kUnsupported, l.describe() + " cannot run on the " + backend.name() + " backend: " +
+                                               backend.supports(l, Precision::kFP32).why);
   }
 
   auto optShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kOpt));
   auto maxShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kMax));
   TimingCache cache(config.timingCachePath);
-  TacticSelector selector(*backend, cache, config.workspaceBytes);
-  std::vector<TacticChoice> choices;
+  TacticSelector engineSelector(*engineBackend, cache, config.workspaceBytes);
+  TacticSelector cpuSelector(*cpuBackend, cache, config.workspaceBytes);
+  std::vector<TacticChoice> choices(network->layers().size());
   int64_t skippedTactics = 0, largestSkipped = 0;
   // 4-D outputs of layers on channels-last tactics: their readers will likely get them NHWC.
   std::set<std::string> likelyChannelsLast;
   for (size_t i = 0; i < network->layers().size(); ++i) {
     const Layer& l = network->layers()[i];
+    PlannedLayer& planned = plan.layers[i];
     progress.report("tactics", 0.35 + 0.45 * double(i) / double(std::max<size_t>(1, network->layers().size())), l.name);
+    if (planned.phase == LayerPhase::kShape) {  // runs on the host's reference kernel before enqueue
+      planned.tactic = cpuBackend->tactics(l, Precision::kFP32, describeInputs(*network, l, maxShapes)).at(0).id;
+      choices[i].tactic = planned.tactic;
+      continue;
+    }
     std::vector<TensorFormat> likelyInputs;
-    for (const auto& input : l.inputs)
-      likelyInputs.push_back(likelyChannelsLast.count(input) ? TensorFormat::kNHWC : TensorFormat::kLinear);
-    choices.push_back(selector.select(*network, l, decisions[i].precision, optShapes, maxShapes, likelyInputs));
-    decisions[i].tactic = choices.back().tactic;
-    if (choices.back().takesChannelsLast && decisions[i].precision == Precision::kFP32 && !l.outputs.empty()) {
+    for (const auto& in : l.inputs)
+      likelyInputs.push_back(likelyChannelsLast.count(in) ? TensorFormat::kNHWC : TensorFormat::kLinear);
+    TacticSelector& selector = planned.backend == engineBackend->name() ? engineSelector : cpuSelector;
+    auto forced = config.forcedTactics.find(l.name);
+    choices[i] = selector.select(*network, l, planned.precision, optShapes, maxShapes, likelyInputs,
+                                 forced == config.forcedTactics.end() ? std::string() : forced->second);
+    planned.tactic = choices[i].tactic;
+    planned.tacticPayload = choices[i].payload;
+    planned.workspaceBytes = choices[i].workspaceBytes;
+    if (choices[i].takesChannelsLast && planned.precision == Precision::kFP32 && !l.outputs.empty()) {
       auto dims = optShapes.find(l.outputs[0]);
       if (dims != optShapes.end() && dims->second.size() == 4) likelyChannelsLast.insert(l.outputs[0]);
     }
-    for (const auto& c : choices.back().candidates)
+    for (const auto& c : choices[i].candidates)
       if (c.status.rfind("skipped", 0) == 0) {
         ++skippedTactics;
         largestSkipped = std::max(largestSkipped, c.workspaceBytes);
@@ -163,45 +217,75 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
                               std::to_string(largestSkipped) + " bytes; see each layer's tactic_candidates)");
   if (skippedTactics > 0) logger_.log(Severity::kWarning, report.warnings.back());
 
-  progress.report("memory", 0.85);
-  std::map<std::string, uint64_t> tensorBytes;
-  for (const auto& [name, dims] : maxShapes) {
-    DataType dt = network->tensor(name).dtype;
-    if (byteSize(dt) > 0) tensorBytes[name] = uint64_t(elementCount(dims)) * byteSize(dt);
-  }
-  EngineDescription description;
-  description.memory = planMemory(*network, network->topologicalOrder(), tensorBytes);
-  report.peakActivationBytes = int64_t(description.memory.arenaBytes);
-  report.naiveActivationBytes = int64_t(description.memory.naiveBytes);
+  progress.report("placement", 0.82);
+  chooseFormats(*network, *engineBackend, plan.layers);
+  if (engineBackend.get() != cpuBackend.get()) chooseFormats(*network, *cpuBackend, plan.layers);
+  std::map<std::string, TacticChoice> choiceOf;  // by layer name: conversion layers are inserted next
+  for (size_t i = 0; i < network->layers().size(); ++i) choiceOf[network->layers()[i].name] = std::move(choices[i]);
+  placeTensorsAndConvert(*network, plan.layers, plan.tensors, shapeValues, backends);
+  network->inferShapes();
 
-  narrowWeights(*network, decisions);
+  progress.report("memory", 0.85);
+  std::map<std::string, uint64_t> tensorBytes;  // the largest over every profile
+  for (const auto& point : profilePoints(*network, config, ProfilePoint::kMax))
+    for (const auto& [name, dims] : concreteShapes(*network, point)) {
+      auto placed = plan.tensors.find(name);
+      if (placed == plan.tensors.end() || byteSize(placed->second.storage) == 0) continue;
+      uint64_t& bytes = tensorBytes[name];
+      bytes = std::max(bytes, uint64_t(elementCount(dims)) * byteSize(placed->second.storage));
+    }
+  plan.memory = planMemory(*network, plan.layers, plan.tensors, tensorBytes);
+  for (const MemoryPlan& m : plan.memory) {
+    report.peakActivationBytes += int64_t(m.arenaBytes);
+    report.naiveActivationBytes += int64_t(m.naiveBytes);
+  }
+
+  narrowWeights(*network, plan.layers);
   report.weightBytes = network->parameterBytes();
+  bool deviceSeen = false;
   for (size_t i = 0; i < network->layers().size(); ++i) {
     const Layer& l = network->layers()[i];
+    const PlannedLayer& p = plan.layers[i];
     LayerSummary s;
     s.name = l.name;
     s.type = (l.domain.empty() ? "" : l.domain + ".") + l.opType;
-    s.precision = toString(decisions[i].precision);
-    s.tactic = decisions[i].tactic;
-    s.tacticCandidates = choices[i].candidates;
-    s.workspaceBytes = int64_t(choices[i].workspaceBytes);
-    for (const auto& in : l.inputs) s.inputs.push_back(summarize(*network, in));
-    for (const auto& out : l.outputs) s.outputs.push_back(summarize(*network, out));
-    s.origins = l.origins;
+    s.precision = toString(p.precision);
+    s.tactic = p.tactic;
+    if (auto c = choiceOf.find(l.name); c != choiceOf.end() && p.role == LayerRole::kCompute) {
+      s.tacticCandidates = c->second.candidates;
+      s.workspaceBytes = int64_t(c->second.workspaceBytes);
+    }
+    for (const auto& in : l.inputs) s.inputs.push_back(summarize(*network, plan, in));
+    for (const auto& out : l.outputs) s.outputs.push_back(summarize(*network, plan, out));
+    s.origins = p.role == LayerRole::kCompute ? l.origins : std::vector<std::string>{};
+    s.backend = p.backend;
+    s.role = toString(p.role);
+    s.phase = toString(p.phase);
+    s.fallback = p.fallbackReason;
+    s.dataDependent = p.dataDependentShape;
     report.layers.push_back(std::move(s));
+    // A device engine waits for its stream before a host layer that follows device work.
+    const bool onDevice = backends.named(p.backend).memorySpace() == MemorySpace::kDevice;
+    const bool hostAfterDevice = p.phase == LayerPhase::kLaunch && !onDevice && deviceSeen;
+    if (onDevice) deviceSeen = true;
+    if (!p.dataDependentShape.empty() || hostAfterDevice) report.synchronizingLayers.push_back(l.name);
   }
+  if (!report.synchronizingLayers.empty())
+    report.warnings.push_back("the engine synchronises at " + std::to_string(report.synchronizingLayers.size()) +
+                              " layer(s) (data-dependent shapes, or host layers after device ones), so it cannot be "
+                              "captured in a CUDA graph");
+  if (!report.synchronizingLayers.empty()) logger_.log(Severity::kWarning, report.warnings.back());
 
   progress.report("serialize", 0.95);
-  DeviceInfo device = backend->device();
-  description.info = {kPlanFormatVersion, KILN_VERSION, report.backend, device.name, device.computeCapability,
-                      buildFlags(config)};
-  description.network = network;
-  description.decisions = decisions;
-  description.profiles = config.profiles;
+  DeviceInfo device = engineBackend->device();
+  plan.info = {kPlanFormatVersion, KILN_VERSION, report.backend, device.name, device.computeCapability,
+               buildFlags(config)};
+  plan.network = network;
+  plan.profiles = config.profiles;
   report.buildMilliseconds =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  description.report = report;
-  BuildResult result{writePlan(description), std::move(report)};
+  plan.report = report;
+  BuildResult result{writePlan(plan), std::move(report)};
   progress.report("done", 1.0);  // the last chance to cancel: nothing is written before it
   cache.save();
   return result;

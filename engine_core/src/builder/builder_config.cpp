@@ -22,7 +22,19 @@ std::optional<Precision> parsePrecision(const std::string& name) {
   return std::nullopt;
 }
 
-const char* toString(BackendKind backend) { return backend == BackendKind::kCuda ? "cuda" : "cpu"; }
+const char* toString(BackendKind backend) {
+  switch (backend) {
+    case BackendKind::kCuda: return "cuda";
+    case BackendKind::kTestDevice: return "cpu-device";
+    default: return "cpu";
+  }
+}
+
+std::optional<BackendKind> parseBackendKind(const std::string& name) {
+  for (BackendKind kind : {BackendKind::kCpu, BackendKind::kCuda, BackendKind::kTestDevice})
+    if (name == toString(kind)) return kind;
+  return std::nullopt;
+}
 
 Precision BuilderConfig::storagePrecision() const {
   if (strongTyping) return Precision::kFP32;

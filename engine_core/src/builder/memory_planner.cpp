@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <numeric>
 #include <set>
 #include <unordered_map>
 
@@ -15,76 +14,25 @@ bool isAliasOp(const Layer& layer) {
 
 namespace {
 
-uint64_t alignUp(uint64_t v) { return (v + 63) / 64 * 64; }
+uint64_t alignUp(uint64_t v) { return (v + 255) / 256 * 256; }  // device kernels like 256-byte alignment
 
 struct Buffer {
   std::vector<std::string> tensors;
   uint64_t bytes = 0;
   size_t first = SIZE_MAX, last = 0;
-  bool pinned = false;  // holds a graph input/output or unknown size: stays out of the arena
+  MemorySpace space = MemorySpace::kHost;
   uint64_t offset = 0;
 };
 
-}  // namespace
-
-MemoryPlan planMemory(const Network& network, const std::vector<size_t>& order,
-                      const std::map<std::string, uint64_t>& tensorBytes) {
-  // Union-find over tensors: alias outputs join their input's buffer.
-  std::unordered_map<std::string, std::string> parent;
-  std::function<std::string(const std::string&)> find = [&](const std::string& t) -> std::string {
-    auto it = parent.find(t);
-    if (it == parent.end() || it->second == t) return t;
-    return it->second = find(it->second);
-  };
-  auto join = [&](const std::string& a, const std::string& b) { parent[find(a)] = find(b); };
-  for (size_t index : order) {
-    const Layer& l = network.layers()[index];
-    for (const auto& out : l.outputs)
-      if (!out.empty()) parent.emplace(out, out);
-    if (isAliasOp(l) && l.hasInput(0) && l.hasOutput(0)) {
-      parent.emplace(l.inputs[0], l.inputs[0]);
-      join(l.outputs[0], l.inputs[0]);
-    }
-  }
-
-  std::map<std::string, Buffer> buffers;  // keyed by root tensor
-  auto touch = [&](const std::string& tensor, size_t step) {
-    if (tensor.empty() || !parent.count(tensor)) return;
-    Buffer& b = buffers[find(tensor)];
-    b.first = std::min(b.first, step);
-    b.last = std::max(b.last, step);
-  };
-  for (size_t step = 0; step < order.size(); ++step) {
-    const Layer& l = network.layers()[order[step]];
-    for (const auto& in : l.inputs) touch(in, step);
-    for (const auto& out : l.outputs) touch(out, step);
-    for (const auto& [key, attr] : l.attributes)  // subgraphs read outer tensors implicitly
-      if (auto g = attr.get<Attribute::Graph>(); g && *g)
-        for (const auto& ref : (*g)->outerScopeReferences()) touch(ref, step);
-  }
+// Greedy by size: each buffer goes to the lowest offset free for its whole lifetime.
+MemoryPlan placeBuffers(MemorySpace space, std::vector<Buffer*> pending) {
   MemoryPlan plan;
-  for (const auto& [tensor, root] : parent) {
-    (void)root;
-    std::string r = find(tensor);
-    Buffer& b = buffers[r];
-    b.tensors.push_back(tensor);
-    const Tensor* t = network.findTensor(tensor);
-    auto size = tensorBytes.find(tensor);
-    bool isIO = std::find(network.inputs().begin(), network.inputs().end(), tensor) != network.inputs().end() ||
-                std::find(network.outputs().begin(), network.outputs().end(), tensor) != network.outputs().end();
-    if (isIO || !t || t->isConstant() || size == tensorBytes.end()) b.pinned = true;
-    else b.bytes = std::max(b.bytes, alignUp(size->second));
-  }
-  for (auto& [root, b] : buffers)
-    if (!b.pinned) plan.naiveBytes += b.bytes;
-
-  // Greedy by size: each buffer goes to the lowest offset free for its whole lifetime.
-  std::vector<Buffer*> placed, pending;
-  for (auto& [root, b] : buffers)
-    if (!b.pinned && b.bytes > 0 && b.first != SIZE_MAX) pending.push_back(&b);
+  plan.space = space;
+  for (const Buffer* b : pending) plan.naiveBytes += b->bytes;
   std::sort(pending.begin(), pending.end(), [](const Buffer* a, const Buffer* b) {
     return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
   });
+  std::vector<Buffer*> placed;
   for (Buffer* b : pending) {
     std::vector<std::pair<uint64_t, uint64_t>> busy;
     for (const Buffer* p : placed)
@@ -104,6 +52,71 @@ MemoryPlan planMemory(const Network& network, const std::vector<size_t>& order,
   std::sort(plan.assignments.begin(), plan.assignments.end(),
             [](const MemoryAssignment& a, const MemoryAssignment& b) { return a.tensor < b.tensor; });
   return plan;
+}
+
+}  // namespace
+
+std::vector<MemoryPlan> planMemory(const Network& network, const std::vector<PlannedLayer>& layers,
+                                   const std::map<std::string, PlannedTensor>& tensors,
+                                   const std::map<std::string, uint64_t>& tensorBytes) {
+  const auto& inputs = network.inputs();
+  const auto& outputs = network.outputs();
+  // The tensors the arenas hold: made by launched layers, sized, neither graph I/O nor host objects.
+  std::set<std::string> inArena;
+  for (size_t i = 0; i < network.layers().size(); ++i) {
+    if (layers[i].phase != LayerPhase::kLaunch) continue;
+    for (const auto& out : network.layers()[i].outputs) {
+      if (out.empty() || !tensorBytes.count(out) || !tensors.count(out)) continue;
+      const Tensor& t = network.tensor(out);
+      if (t.kind != ValueKind::kTensor || t.dtype == DataType::kString) continue;
+      if (std::find(inputs.begin(), inputs.end(), out) != inputs.end() ||
+          std::find(outputs.begin(), outputs.end(), out) != outputs.end())
+        continue;
+      inArena.insert(out);
+    }
+  }
+
+  // Union-find over tensors: an alias op's output joins its input's buffer when both live alike.
+  std::unordered_map<std::string, std::string> parent;
+  std::function<std::string(const std::string&)> find = [&](const std::string& t) -> std::string {
+    auto it = parent.find(t);
+    if (it == parent.end() || it->second == t) return t;
+    return it->second = find(it->second);
+  };
+  for (const auto& t : inArena) parent[t] = t;
+  for (const Layer& l : network.layers()) {
+    if (!isAliasOp(l) || !l.hasInput(0) || !l.hasOutput(0)) continue;
+    const std::string &in = l.inputs[0], &out = l.outputs[0];
+    if (!inArena.count(in) || !inArena.count(out)) continue;
+    const PlannedTensor &a = tensors.at(in), &b = tensors.at(out);
+    if (a.space == b.space && a.storage == b.storage && a.format == b.format) parent[find(out)] = find(in);
+  }
+
+  std::map<std::string, Buffer> buffers;  // keyed by root tensor
+  auto touch = [&](const std::string& tensor, size_t step) {
+    if (tensor.empty() || !parent.count(tensor)) return;
+    Buffer& b = buffers[find(tensor)];
+    b.first = std::min(b.first, step);
+    b.last = std::max(b.last, step);
+  };
+  for (size_t step = 0; step < network.layers().size(); ++step) {
+    const Layer& l = network.layers()[step];
+    for (const auto& in : l.inputs) touch(in, step);
+    for (const auto& out : l.outputs) touch(out, step);
+    for (const auto& ref : layers[step].implicitInputs) touch(ref, step);  // read by subgraph bodies
+  }
+  for (const auto& t : inArena) {
+    Buffer& b = buffers[find(t)];
+    b.tensors.push_back(t);
+    b.space = tensors.at(t).space;
+    b.bytes = std::max(b.bytes, alignUp(tensorBytes.at(t)));
+  }
+  std::map<MemorySpace, std::vector<Buffer*>> bySpace;
+  for (auto& [root, b] : buffers)
+    if (b.bytes > 0 && b.first != SIZE_MAX) bySpace[b.space].push_back(&b);
+  std::vector<MemoryPlan> plans;
+  for (auto& [space, pending] : bySpace) plans.push_back(placeBuffers(space, pending));
+  return plans;
 }
 
 }  // namespace kiln

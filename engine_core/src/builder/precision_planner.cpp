@@ -21,33 +21,35 @@ std::string nameSome(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::vector<LayerDecision> planPrecisions(const Network& network, const BuilderConfig& config, const Backend& backend,
-                                          std::vector<std::string>& warnings) {
+std::vector<Precision> planPrecisions(const Network& network, const BuilderConfig& config, const Backend& engine,
+                                      const Backend& cpu, std::vector<std::string>& warnings) {
   Precision wanted = config.storagePrecision();
-  bool cpu = backend.kind() == BackendKind::kCpu;
-  std::vector<LayerDecision> decisions(network.layers().size());
+  const bool cpuEngine = engine.kind() == BackendKind::kCpu;
+  std::vector<Precision> decisions(network.layers().size(), Precision::kFP32);
   std::map<Precision, std::vector<std::string>> refused;  // precision asked -> layers kept higher
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const Layer& layer = network.layers()[i];
     if (!hasFloatOutput(network, layer)) continue;  // integer/bool layers keep their types
+    const Backend& backend = engine.supports(layer, Precision::kFP32).supported ? engine : cpu;
+    const bool cpuLayer = cpuEngine || &backend == &cpu;
     Precision p = wanted;
-    if (!cpu && config.allowTF32 && p == Precision::kFP32) p = Precision::kTF32;
+    if (!cpuLayer && config.allowTF32 && p == Precision::kFP32) p = Precision::kTF32;
     if (auto it = config.layerPrecisions.find(layer.name); it != config.layerPrecisions.end()) p = it->second;
     else if (!config.strongTyping && (config.allowINT8 || config.allowFP8)) {
       Precision low = config.allowINT8 ? Precision::kINT8 : Precision::kFP8;
       if (backend.supports(layer, low).supported) p = low;
       else refused[low].push_back(layer.name);
     }
-    if (cpu && p == Precision::kTF32) p = Precision::kFP32;  // the CPU computes fp32 either way
+    if (cpuLayer && p == Precision::kTF32) p = Precision::kFP32;  // the CPU computes fp32 either way
     if (!backend.supports(layer, p).supported) {
       refused[p].push_back(layer.name);
       p = wanted == Precision::kINT8 || wanted == Precision::kFP8 ? Precision::kFP32 : wanted;
       if (!backend.supports(layer, p).supported) p = Precision::kFP32;
     }
-    decisions[i].precision = p;
+    decisions[i] = p;
   }
   for (const auto& [precision, layers] : refused)
-    warnings.push_back("the " + std::string(toString(backend.kind())) + " backend cannot run " +
+    warnings.push_back("the " + engine.name() + " backend cannot run " +
                        std::to_string(layers.size()) + " layer(s) in " + toString(precision) + " (" + nameSome(layers) +
                        "); they stay in a higher precision");
   return decisions;

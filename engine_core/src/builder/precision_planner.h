@@ -1,6 +1,7 @@
 #pragma once
 #include "../backends/backend.h"
-#include "engine_description.h"
+#include <kiln/builder_config.h>
+#include <kiln/network.h>
 
 #include <string>
 #include <vector>
@@ -8,9 +9,10 @@
 namespace kiln {
 
 // Chooses each layer's precision: the config's storage precision for layers with float outputs,
-// per-layer constraints where the backend can honour them. Layers that must stay in a higher
-// precision than asked are named in `warnings`.
-std::vector<LayerDecision> planPrecisions(const Network& network, const BuilderConfig& config, const Backend& backend,
-                                          std::vector<std::string>& warnings);
+// per-layer constraints where the backend can honour them (the CPU's, for layers the engine's
+// backend cannot run at all: they fall back there). Layers that must stay in a higher precision
+// than asked are named in `warnings`.
+std::vector<Precision> planPrecisions(const Network& network, const BuilderConfig& config, const Backend& engine,
+                                      const Backend& cpu, std::vector<std::string>& warnings);
 
 }  // namespace kiln

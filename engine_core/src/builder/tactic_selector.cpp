@@ -5,6 +5,10 @@
 
 #include <algorithm>
 
+#include "../runtime/precision_convert.h"
+#include "../runtime/subgraph_cache.h"
+#include "conversion_layers.h"
+
 namespace kiln {
 namespace {
 
@@ -21,9 +25,11 @@ std::string attributeText(const Attribute& a) {
   return std::string(a.typeName());
 }
 
+}  // namespace
+
 LayerInputs describeInputs(const Network& network, const Layer& layer, const TensorShapes& shapes) {
   LayerInputs in;
-  in.weights = layerWeights(network, layer);
+  in.weights = layerSignature(network, layer).weights();
   for (const auto& name : layer.inputs) {
     const Tensor* t = name.empty() ? nullptr : network.findTensor(name);
     in.types.push_back(t ? t->dtype : DataType::kUndefined);
@@ -32,6 +38,8 @@ LayerInputs describeInputs(const Network& network, const Layer& layer, const Ten
   }
   return in;
 }
+
+namespace {
 
 std::string bytesText(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
 
@@ -50,85 +58,122 @@ std::string TacticSelector::signature(const Network& network, const Layer& layer
   return key;
 }
 
-// A candidate ready to time: its step with workspace and output buffers on the backend's device.
+// Timing inputs and outputs: views of buffers on the backend's device (weights: host views).
+struct TacticSelector::Tensors {
+  std::vector<TensorView> inputs, outputs;
+  std::vector<DeviceBuffer> memory;
+};
+
+// A candidate ready to time: its step with its workspace and state.
 struct TacticSelector::TimedRun {
   const Tactic* tactic;
   std::unique_ptr<Step> step;
   DeviceBuffer workspace;
-  std::vector<DeviceBuffer> outputs;  // made by the first run, reused after
-  StepIO io;
+  std::unique_ptr<StepState> state;
+  std::vector<TensorView> inputs, outputs;  // the shared buffers, in the tactic's formats
+  StepArgs args;
   std::vector<double> milliseconds;
 };
 
-std::optional<std::vector<Value>> TacticSelector::makeInputs(const Network& network, const Layer& layer,
-                                                             const TensorShapes& optShapes, Stream& stream,
-                                                             std::string& why) const {
-  std::vector<Value> values(layer.inputs.size());
-  for (size_t i = 0; i < layer.inputs.size(); ++i) {
-    if (layer.inputs[i].empty()) continue;
-    const Tensor& t = network.tensor(layer.inputs[i]);
-    if (t.isConstant()) {
-      values[i] = Value(*t.constant);  // weights: the step has its own copy where it needs one
-      continue;
+std::optional<TacticSelector::Tensors> TacticSelector::makeTensors(const Network& network, const Layer& layer,
+                                                                  Precision precision, const TensorShapes& optShapes,
+                                                                  Stream& stream, std::string& why) const {
+  Tensors tensors;
+  // What the step's memory holds: the layer's precision for float32 tensors on backends that read
+  // and write exactly that, the declared type elsewhere.
+  auto storage = [&](DataType declared) {
+    return declared == DataType::kFloat32 && !backend_.convertsFloatStorage() ? storageTypeOf(precision) : declared;
+  };
+  auto make = [&](const std::string& name, bool input) -> std::optional<TensorView> {
+    TensorView view;
+    if (name.empty()) return view;
+    const Tensor& t = network.tensor(name);
+    if (t.isConstant()) {  // weights: the step has its own copy where it needs one
+      view.dtype = t.constant->dtype();
+      view.dims = t.constant->dims();
+      view.data = const_cast<void*>(t.constant->rawData());
+      view.isConstant = true;
+      return view;
     }
     auto shape = optShapes.find(t.name);
-    if (shape == optShapes.end() || t.dtype == DataType::kString || t.dtype == DataType::kUndefined) {
-      why = "input '" + t.name + "' has no numeric value of known shape to time with";
+    if (shape == optShapes.end() || t.kind != ValueKind::kTensor || t.dtype == DataType::kString ||
+        t.dtype == DataType::kUndefined) {
+      why = "tensor '" + t.name + "' has no numeric value of known shape to time with";
       return std::nullopt;
     }
-    HostTensor host = randomTensor(t.dtype, shape->second, seedForTensor(1234, t.name));
-    DeviceBuffer memory = allocateBuffer(backend_.allocator(), host.byteSize(), 64);
-    stream.copy(memory.get(), host.rawData(), host.byteSize());
-    values[i] = Value(HostTensor::inArena(t.dtype, shape->second, memory, 0));
+    view.dtype = storage(t.dtype);
+    view.dims = shape->second;
+    view.space = backend_.memorySpace();
+    DeviceBuffer memory = allocateBuffer(backend_.allocator(), std::max<uint64_t>(view.byteSize(), 1), 256);
+    if (input) {
+      HostTensor host = randomTensor(t.dtype, view.dims, seedForTensor(1234, t.name));
+      if (view.dtype != t.dtype) {
+        HostTensor stored(view.dtype, view.dims);
+        convertFloatStorage(t.dtype, host.rawData(), view.dtype, stored.rawData(), host.elementCount());
+        host = stored;
+      }
+      stream.copy(memory.get(), host.rawData(), host.byteSize());
+    }
+    view.data = memory.get();
+    tensors.memory.push_back(std::move(memory));
+    return view;
+  };
+  for (const auto& name : layer.inputs) {
+    auto view = make(name, true);
+    if (!view) return std::nullopt;
+    tensors.inputs.push_back(*view);
   }
-  return values;
+  if (!subgraphReferences(layer).empty()) {
+    why = "layers with subgraphs are not timed";
+    return std::nullopt;
+  }
+  for (const auto& name : layer.outputs) {
+    auto view = make(name, false);
+    if (!view) return std::nullopt;
+    tensors.outputs.push_back(*view);
+  }
+  return tensors;
 }
 
 std::unique_ptr<TacticSelector::TimedRun> TacticSelector::prepare(const Network& network, const Layer& layer,
-                                                                  const Tactic& tactic,
-                                                                  const std::vector<const Value*>& inputs,
+                                                                  const Tactic& tactic, const Tensors& tensors,
                                                                   Stream& stream) const {
-  DeviceAllocator& allocator = backend_.allocator();
   auto run = std::make_unique<TimedRun>();
   run->tactic = &tactic;
-  run->step = backend_.instantiate(layer, tactic, layerWeights(network, layer));
-  const uint64_t workspaceBytes = run->step->workspaceBytes(inputs);
-  if (workspaceBytes) run->workspace = allocateBuffer(allocator, workspaceBytes, 64);
-  run->outputs.resize(layer.outputs.size());
-  run->io.inputs = inputs;
-  run->io.workspace = run->workspace.get();
-  run->io.workspaceBytes = workspaceBytes;
-  run->io.outputs = [&allocator, outputs = &run->outputs](size_t index, DataType dtype,
-                                                           const std::vector<int64_t>& dims) -> HostTensor {
-    if (byteSize(dtype) == 0) return {};
-    DeviceBuffer& memory = outputs->at(index);
-    if (!memory) memory = allocateBuffer(allocator, uint64_t(elementCount(dims)) * byteSize(dtype), 64);
-    return HostTensor::inArena(dtype, dims, memory, 0);
-  };
-  run->io.subgraphs = [](const Network&, const std::vector<Value>&) -> std::vector<Value> {
-    throw Error(ErrorCode::kUnsupported, "layers with subgraphs are not timed");
-  };
-  run->step->enqueue(run->io, stream);  // warm-up
+  run->step = backend_.instantiate(layer, tactic, layerSignature(network, layer));
+  run->inputs = tensors.inputs;
+  run->outputs = tensors.outputs;
+  for (size_t i = 0; i < run->inputs.size() && i < tactic.inputFormats.size(); ++i)
+    run->inputs[i].format = tactic.inputFormats[i];
+  if (!run->outputs.empty()) run->outputs[0].format = tactic.outputFormat;
+  const uint64_t workspaceBytes = run->step->workspaceBytes(run->inputs, run->outputs);
+  if (workspaceBytes) run->workspace = allocateBuffer(backend_.allocator(), workspaceBytes, 256);
+  run->state = run->step->createState();
+  run->args.inputs = run->inputs;
+  run->args.outputs = run->outputs;
+  run->args.workspace = run->workspace.get();
+  run->args.workspaceBytes = workspaceBytes;
+  run->args.state = run->state.get();
+  run->step->enqueue(run->args, stream);  // warm-up
   stream.synchronize();
   return run;
 }
 
-void TacticSelector::timeCandidates(const Network& network, const Layer& layer, const TensorShapes& optShapes,
-                                    const std::vector<const Tactic*>& tactics, std::vector<TacticCandidate*> entries) {
+void TacticSelector::timeCandidates(const Network& network, const Layer& layer, Precision precision,
+                                    const TensorShapes& optShapes, const std::vector<const Tactic*>& tactics,
+                                    std::vector<TacticCandidate*> entries) {
   auto stream = backend_.createStream();
   std::string why;
-  auto values = makeInputs(network, layer, optShapes, *stream, why);
-  if (!values) {
+  auto tensors = makeTensors(network, layer, precision, optShapes, *stream, why);
+  if (!tensors) {
     for (TacticCandidate* entry : entries) entry->status = "not timed: " + why;
     return;
   }
-  std::vector<const Value*> inputs;
-  for (size_t i = 0; i < values->size(); ++i) inputs.push_back(layer.inputs[i].empty() ? nullptr : &(*values)[i]);
   std::vector<std::unique_ptr<TimedRun>> runs;
   std::vector<TacticCandidate*> runEntries;
   for (size_t c = 0; c < tactics.size(); ++c) {
     try {
-      runs.push_back(prepare(network, layer, *tactics[c], inputs, *stream));
+      runs.push_back(prepare(network, layer, *tactics[c], *tensors, *stream));
       runEntries.push_back(entries[c]);
     } catch (const Error& e) {
       entries[c]->status = std::string("failed: ") + e.what();  // a tactic that cannot run the layer is no candidate
@@ -139,7 +184,7 @@ void TacticSelector::timeCandidates(const Network& network, const Layer& layer, 
   for (int round = 0; round < kTimedRuns; ++round)
     for (auto& run : runs) {
       start->record(*stream);
-      run->step->enqueue(run->io, *stream);
+      run->step->enqueue(run->args, *stream);
       end->record(*stream);
       end->synchronize();
       run->milliseconds.push_back(end->millisecondsSince(*start));
@@ -154,9 +199,27 @@ void TacticSelector::timeCandidates(const Network& network, const Layer& layer, 
 
 TacticChoice TacticSelector::select(const Network& network, const Layer& layer, Precision precision,
                                     const TensorShapes& optShapes, const TensorShapes& maxShapes,
-                                    const std::vector<TensorFormat>& likelyInputFormats) {
+                                    const std::vector<TensorFormat>& likelyInputFormats, const std::string& forced) {
   auto candidates = backend_.tactics(layer, precision, describeInputs(network, layer, maxShapes));
   if (candidates.empty()) throw Error(ErrorCode::kInternal, layer.describe() + " has no tactic");
+  if (!forced.empty()) {
+    TacticChoice choice;
+    std::string offered;
+    for (const Tactic& t : candidates) {
+      choice.candidates.push_back({t.id, -1, t.id == forced ? "forced" : "not timed: another tactic was forced",
+                                   int64_t(t.workspaceBytes)});
+      offered += (offered.empty() ? "" : ", ") + t.id;
+      if (t.id != forced) continue;
+      choice.tactic = t.id;
+      choice.takesChannelsLast = t.takesChannelsLast;
+      choice.payload = t.payload;
+      choice.workspaceBytes = t.workspaceBytes;
+    }
+    if (choice.tactic.empty())
+      throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": the forced tactic '" + forced +
+                                                   "' is not one of its tactics (" + offered + ")");
+    return choice;
+  }
   // In a channels-last chain, time the tactics that take it the way they will run there.
   const bool inChain = std::find(likelyInputFormats.begin(), likelyInputFormats.end(), TensorFormat::kNHWC) !=
                        likelyInputFormats.end();
@@ -200,7 +263,7 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
       toTimeEntries.push_back(&entryOf(t));
     }
   }
-  if (!toTime.empty()) timeCandidates(network, layer, optShapes, toTime, toTimeEntries);
+  if (!toTime.empty()) timeCandidates(network, layer, precision, optShapes, toTime, toTimeEntries);
   const Tactic* best = nullptr;
   for (const Tactic* t : usable) {
     const TacticCandidate& entry = entryOf(t);
@@ -219,6 +282,7 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
       }
   choice.tactic = best->id;
   choice.takesChannelsLast = best->takesChannelsLast;
+  choice.payload = best->payload;
   choice.workspaceBytes = best->workspaceBytes;
   choice.milliseconds = std::max(0.0, entryOf(best).milliseconds);
   choice.timed = !toTime.empty();

@@ -24,11 +24,15 @@ struct TacticChoice {
   double milliseconds = 0;  // of the chosen tactic, when known
   uint64_t workspaceBytes = 0;
   bool takesChannelsLast = false;  // the chosen tactic's Tactic::takesChannelsLast
+  std::vector<uint8_t> payload;    // the chosen tactic's Tactic::payload
   std::vector<TacticCandidate> candidates;
 };
 
 // Concrete dims of tensors by name.
 using TensorShapes = std::map<std::string, std::vector<int64_t>>;
+
+// What a backend's tactics() learns of a layer's inputs at these shapes.
+LayerInputs describeInputs(const Network& network, const Layer& layer, const TensorShapes& shapes);
 
 class TacticSelector {
  public:
@@ -38,20 +42,23 @@ class TacticSelector {
   // layer when every candidate needs more workspace than the limit. `likelyInputFormats` (per input;
   // empty: all linear) are the layouts the layer's producers will probably hand it: tactics that take
   // channels-last are timed reading those and writing channels-last, as they would run in a chain.
+  // `forced`: take that tactic without timing.
   TacticChoice select(const Network& network, const Layer& layer, Precision precision, const TensorShapes& optShapes,
-                      const TensorShapes& maxShapes, const std::vector<TensorFormat>& likelyInputFormats = {});
+                      const TensorShapes& maxShapes, const std::vector<TensorFormat>& likelyInputFormats = {},
+                      const std::string& forced = "");
 
  private:
   struct TimedRun;
-  // Random activations (device memory) and the constant weights; nothing when an activation cannot
-  // be made up (`why` says why).
-  std::optional<std::vector<Value>> makeInputs(const Network& network, const Layer& layer,
-                                               const TensorShapes& optShapes, Stream& stream, std::string& why) const;
+  struct Tensors;
+  // Random activations and output buffers in the backend's memory, and views of the weights;
+  // nothing when a tensor cannot be made up (`why` says why).
+  std::optional<Tensors> makeTensors(const Network& network, const Layer& layer, Precision precision,
+                                     const TensorShapes& optShapes, Stream& stream, std::string& why) const;
   // Instantiates the tactic with its buffers and runs it once (warm-up).
   std::unique_ptr<TimedRun> prepare(const Network& network, const Layer& layer, const Tactic& tactic,
-                                    const std::vector<const Value*>& inputs, Stream& stream) const;
+                                    const Tensors& tensors, Stream& stream) const;
   // Fills each entry's time and status ("timed", "failed: ...", "not timed: ...").
-  void timeCandidates(const Network& network, const Layer& layer, const TensorShapes& optShapes,
+  void timeCandidates(const Network& network, const Layer& layer, Precision precision, const TensorShapes& optShapes,
                       const std::vector<const Tactic*>& tactics, std::vector<TacticCandidate*> entries);
   std::string signature(const Network& network, const Layer& layer, Precision precision,
                         const TensorShapes& optShapes) const;

@@ -192,7 +192,7 @@ void Network::inferShapes(const ScopeLookup& outerScope) {
   for (size_t index : topologicalOrder()) inferLayer(index, outerScope);
 }
 
-void Network::inferLayer(size_t layerIndex, const ScopeLookup& outerScope) {
+void Network::inferLayer(size_t layerIndex, const ScopeLookup& outerScope, std::vector<bool>* valuesRead) {
   Layer& layer = layers_.at(layerIndex);
   const OpSchema* schema = OpSchemaRegistry::instance().find(layer.domain, layer.opType);
   if (!schema)
@@ -221,6 +221,10 @@ void Network::inferLayer(size_t layerIndex, const ScopeLookup& outerScope) {
   };
   InferenceContext ctx(layer, std::move(ins), std::move(values), scope);
   schema->infer(ctx);
+  if (valuesRead) {
+    valuesRead->assign(layer.inputs.size(), false);
+    for (size_t i = 0; i < layer.inputs.size(); ++i) (*valuesRead)[i] = ctx.valueRequested(i);
+  }
   for (size_t i = 0; i < layer.outputs.size(); ++i) {
     if (layer.outputs[i].empty() || i >= ctx.outputs().size()) continue;
     Tensor& out = tensor(layer.outputs[i]);
@@ -230,6 +234,13 @@ void Network::inferLayer(size_t layerIndex, const ScopeLookup& outerScope) {
     // Keep a declared (value_info) shape when inference knows less than it.
     if (inferred.shape.hasRank() || !out.shape.hasRank()) out.shape = inferred.shape;
   }
+}
+
+void Network::sortLayersTopologically() {
+  std::vector<Layer> sorted;
+  sorted.reserve(layers_.size());
+  for (size_t index : topologicalOrder()) sorted.push_back(std::move(layers_[index]));
+  layers_ = std::move(sorted);
 }
 
 void Network::removeUnusedTensors() {

@@ -39,13 +39,11 @@ void inferFromBase(InferenceContext& ctx, size_t baseInputs) {
   base.inputs.resize(std::min(base.inputs.size(), baseInputs));
   while (!base.inputs.empty() && base.inputs.back().empty()) base.inputs.pop_back();
   std::vector<const Tensor*> inputs;
-  std::vector<const HostTensor*> values;
-  for (size_t i = 0; i < base.inputs.size(); ++i) {
-    inputs.push_back(ctx.hasInput(i) ? &ctx.input(i) : nullptr);
-    values.push_back(ctx.inputValue(i));
-  }
+  for (size_t i = 0; i < base.inputs.size(); ++i) inputs.push_back(ctx.hasInput(i) ? &ctx.input(i) : nullptr);
   base.outputs.resize(1);
-  InferenceContext baseCtx(base, std::move(inputs), std::move(values));
+  // Values are passed on when the base op asks (Conv and MatMul never do), so the fused layer
+  // reads no value its base would not.
+  InferenceContext baseCtx(base, std::move(inputs), [&ctx](size_t i) { return ctx.inputValue(i); });
   schema->infer(baseCtx);
   const Tensor& out = baseCtx.output(0);
   if (ctx.hasInput(3) && ctx.input(3).shape.hasRank() && out.shape.hasRank() &&

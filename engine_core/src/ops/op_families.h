@@ -15,7 +15,8 @@ class CpuKernelRegistry;
   X(ControlSequence)        \
   X(Recurrent)              \
   X(SignalMisc)             \
-  X(Fused)
+  X(Fused)                  \
+  X(Conversion)
 
 #define KILN_DECLARE_FAMILY(Family)                        \
   void register##Family##Schemas(OpSchemaRegistry& registry); \

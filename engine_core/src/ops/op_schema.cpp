@@ -6,9 +6,26 @@ namespace kiln {
 
 InferenceContext::InferenceContext(const Layer& layer, std::vector<const Tensor*> inputs,
                                    std::vector<const HostTensor*> inputValues, Network::ScopeLookup scope)
-    : layer_(layer), inputs_(std::move(inputs)), inputValues_(std::move(inputValues)), scope_(std::move(scope)) {
+    : InferenceContext(
+          layer, std::move(inputs),
+          [values = std::move(inputValues)](size_t i) { return i < values.size() ? values[i] : nullptr; },
+          std::move(scope)) {}
+
+InferenceContext::InferenceContext(const Layer& layer, std::vector<const Tensor*> inputs, ValueProvider values,
+                                   Network::ScopeLookup scope)
+    : layer_(layer),
+      inputs_(std::move(inputs)),
+      values_(std::move(values)),
+      requested_(inputs_.size(), false),
+      scope_(std::move(scope)) {
   outputs_.resize(layer.outputs.size());
   for (size_t i = 0; i < outputs_.size(); ++i) outputs_[i].name = layer.outputs[i];
+}
+
+const HostTensor* InferenceContext::inputValue(size_t i) const {
+  if (i >= inputs_.size()) return nullptr;
+  requested_[i] = true;
+  return values_ ? values_(i) : nullptr;
 }
 
 const Tensor& InferenceContext::input(size_t i) const {
@@ -33,13 +50,6 @@ int64_t InferenceContext::normalizeAxis(int64_t axis, int64_t rank, const char* 
   return axis < 0 ? axis + rank : axis;
 }
 
-namespace {
-std::string key(const std::string& domain, const std::string& opType) {
-  // ai.onnx and "" are the same domain.
-  return (domain == "ai.onnx" ? std::string() : domain) + "::" + opType;
-}
-}  // namespace
-
 const OpSchemaRegistry& OpSchemaRegistry::instance() {
   static const OpSchemaRegistry registry = [] {
     OpSchemaRegistry r;
@@ -49,22 +59,6 @@ const OpSchemaRegistry& OpSchemaRegistry::instance() {
     return r;
   }();
   return registry;
-}
-
-const OpSchema* OpSchemaRegistry::find(const std::string& domain, const std::string& opType) const {
-  auto it = schemas_.find(key(domain, opType));
-  return it == schemas_.end() ? nullptr : &it->second;
-}
-
-void OpSchemaRegistry::add(OpSchema schema) {
-  std::string k = key(schema.domain, schema.opType);
-  schemas_[k] = std::move(schema);
-}
-
-std::vector<const OpSchema*> OpSchemaRegistry::all() const {
-  std::vector<const OpSchema*> out;
-  for (const auto& [k, s] : schemas_) out.push_back(&s);
-  return out;
 }
 
 Shape broadcastShapes(const InferenceContext& ctx, const Shape& a, const Shape& b) {

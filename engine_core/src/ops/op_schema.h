@@ -5,6 +5,8 @@
 #include <kiln/error.h>
 #include <kiln/network.h>
 
+#include "../common/registry.h"
+
 #include <functional>
 #include <string>
 #include <unordered_map>
@@ -17,6 +19,10 @@ class InferenceContext {
  public:
   InferenceContext(const Layer& layer, std::vector<const Tensor*> inputs,
                    std::vector<const HostTensor*> inputValues, Network::ScopeLookup scope = {});
+  // Values fetched when the inference asks for them (the shape phase computes them on demand).
+  using ValueProvider = std::function<const HostTensor*(size_t input)>;
+  InferenceContext(const Layer& layer, std::vector<const Tensor*> inputs, ValueProvider values,
+                   Network::ScopeLookup scope = {});
 
   const Layer& layer() const { return layer_; }
   int64_t opset() const { return layer_.opsetVersion; }
@@ -26,10 +32,11 @@ class InferenceContext {
   const Tensor& input(size_t i) const;  // throws naming the layer when absent
   DataType inputType(size_t i) const { return input(i).dtype; }
   const Shape& inputShape(size_t i) const { return input(i).shape; }
-  // The value of input i when it is known now, else nullptr.
-  const HostTensor* inputValue(size_t i) const {
-    return i < inputValues_.size() ? inputValues_[i] : nullptr;
-  }
+  // The value of input i when it is known now, else nullptr. Asking marks the input as one whose
+  // value decides the output types (valueRequested), which the builder uses to find the tensors
+  // the shape phase must compute.
+  const HostTensor* inputValue(size_t i) const;
+  bool valueRequested(size_t i) const { return i < requested_.size() && requested_[i]; }
   // Names visible to the layer's subgraph attributes (its graph and the graphs around it), for
   // inferring If/Loop/Scan bodies; empty when the caller gave no scope.
   const Network::ScopeLookup& scope() const { return scope_; }
@@ -46,7 +53,8 @@ class InferenceContext {
  private:
   const Layer& layer_;
   std::vector<const Tensor*> inputs_;
-  std::vector<const HostTensor*> inputValues_;
+  ValueProvider values_;
+  mutable std::vector<bool> requested_;
   Network::ScopeLookup scope_;
   std::vector<Tensor> outputs_;
 };
@@ -64,12 +72,17 @@ struct OpSchema {
 class OpSchemaRegistry {
  public:
   static const OpSchemaRegistry& instance();
-  const OpSchema* find(const std::string& domain, const std::string& opType) const;
-  void add(OpSchema schema);
-  std::vector<const OpSchema*> all() const;
+  const OpSchema* find(const std::string& domain, const std::string& opType) const {
+    return schemas_.find(domain, opType);
+  }
+  void add(OpSchema schema) {
+    const std::string domain = schema.domain, opType = schema.opType;
+    schemas_.add(domain, opType, std::move(schema));
+  }
+  std::vector<const OpSchema*> all() const { return schemas_.all(); }
 
  private:
-  std::unordered_map<std::string, OpSchema> schemas_;  // key: domain + "::" + opType
+  OpRegistry<OpSchema> schemas_;
 };
 
 // Shared inference helpers used by many families.

@@ -6,12 +6,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "../builder/engine_description.h"
+#include "engine_plan.h"
 
 namespace kiln {
 
 inline constexpr char kPlanMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
-inline constexpr uint32_t kPlanFormatVersion = 1;
+// 2: per-layer backend and role, per-tensor placement, one memory plan per memory space.
+inline constexpr uint32_t kPlanFormatVersion = 2;
 inline constexpr uint64_t kPlanAlignment = 64;
 
 struct PlanHeader {
@@ -29,9 +30,9 @@ static_assert(sizeof(PlanHeader) == 64, "the plan header is 64 bytes");
 
 uint64_t planChecksum(const uint8_t* data, uint64_t size);
 
-std::vector<uint8_t> writePlan(const EngineDescription& description);
+std::vector<uint8_t> writePlan(const EnginePlan& plan);
 // Verifies (header, bounds, checksum, FlatBuffers verifier, every weights reference) before it
 // trusts a byte; throws kiln::Error(kInvalidArgument) naming what is wrong.
-std::shared_ptr<EngineDescription> readPlan(const std::vector<uint8_t>& bytes);
+std::shared_ptr<EnginePlan> readPlan(const std::vector<uint8_t>& bytes);
 
 }  // namespace kiln

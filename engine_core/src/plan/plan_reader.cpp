@@ -32,7 +32,7 @@ class PlanDeserializer {
  public:
   PlanDeserializer(const uint8_t* weights, uint64_t weightsBytes) : weights_(weights), weightsBytes_(weightsBytes) {}
 
-  std::shared_ptr<Network> graph(const fb::Graph* g, std::vector<LayerDecision>* decisions, int depth = 0) {
+  std::shared_ptr<Network> graph(const fb::Graph* g, std::vector<PlannedLayer>* planned, int depth = 0) {
     if (!g) corrupt("a graph is missing");
     if (depth > 64) corrupt("subgraphs nest too deeply");
     auto net = std::make_shared<Network>();
@@ -68,14 +68,52 @@ class PlanDeserializer {
             if (!a) corrupt("an attribute entry is empty");
             layer.attributes[str(a->name())] = attribute(a, depth);
           }
-        if (decisions) {
-          if (l->precision() > uint8_t(Precision::kFP8)) corrupt("layer '" + layer.name + "' has an unknown precision");
-          decisions->push_back({Precision(l->precision()), str(l->tactic())});
-        }
+        if (planned) planned->push_back(plannedLayer(l, layer.name));
         net->addLayer(std::move(layer));
       }
     for (const auto& out : strings(g->outputs())) net->markOutput(out);
     return net;
+  }
+
+ private:
+  static PlannedLayer plannedLayer(const fb::Layer* l, const std::string& name) {
+    const std::string what = "layer '" + name + "'";
+    PlannedLayer p;
+    if (l->precision() > uint8_t(Precision::kFP8)) corrupt(what + " has an unknown precision");
+    p.precision = Precision(l->precision());
+    p.tactic = str(l->tactic());
+    p.backend = str(l->backend());
+    p.tacticPayload = values(l->tactic_payload());
+    for (uint8_t f : values(l->input_formats())) p.inputFormats.push_back(format(f, what));
+    p.outputFormat = format(l->output_format(), what);
+    p.workspaceBytes = l->workspace_bytes();
+    if (l->role() > uint8_t(LayerRole::kReformat)) corrupt(what + " has an unknown role");
+    p.role = LayerRole(l->role());
+    if (l->phase() > uint8_t(LayerPhase::kShape)) corrupt(what + " has an unknown phase");
+    p.phase = LayerPhase(l->phase());
+    p.dataDependentShape = str(l->data_dependent());
+    p.fallbackReason = str(l->fallback());
+    p.implicitInputs = strings(l->implicit_inputs());
+    if (p.backend.empty() || p.tactic.empty()) corrupt(what + " names no backend or tactic");
+    return p;
+  }
+
+  static TensorFormat format(uint8_t v, const std::string& what) {
+    if (v > uint8_t(TensorFormat::kNHWC)) corrupt(what + " has an unknown tensor format");
+    return TensorFormat(v);
+  }
+
+ public:
+  static PlannedTensor placement(const fb::TensorPlacement* t) {
+    const std::string what = "tensor '" + str(t->tensor()) + "'";
+    PlannedTensor p;
+    p.storage = dataType(t->storage());
+    p.format = format(t->format(), what);
+    if (t->space() > uint8_t(MemorySpace::kDevice)) corrupt(what + " has an unknown memory space");
+    p.space = MemorySpace(t->space());
+    p.modelTensor = str(t->model_tensor());
+    p.converted = t->converted();
+    return p;
   }
 
  private:
@@ -154,15 +192,16 @@ class PlanDeserializer {
 
 }  // namespace
 
-std::shared_ptr<EngineDescription> readPlan(const std::vector<uint8_t>& bytes) {
+std::shared_ptr<EnginePlan> readPlan(const std::vector<uint8_t>& bytes) {
   if (bytes.size() < sizeof(PlanHeader)) corrupt("it is " + std::to_string(bytes.size()) + " bytes, shorter than the header");
   PlanHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);
   if (std::memcmp(h.magic, kPlanMagic, 8) != 0) corrupt("the file does not start with the KILNPLAN magic");
   if (h.formatVersion != kPlanFormatVersion)
-    throw Error(ErrorCode::kUnsupported, "the plan has format version " + std::to_string(h.formatVersion) +
-                                                 ", this Kiln reads version " + std::to_string(kPlanFormatVersion) +
-                                                 "; rebuild the plan with this Kiln");
+    throw Error(ErrorCode::kUnsupported, "the plan has format version " + std::to_string(h.formatVersion) + " (" +
+                                             (h.formatVersion < kPlanFormatVersion ? "older" : "newer") +
+                                             " than this Kiln's " + std::to_string(kPlanFormatVersion) +
+                                             "); rebuild it from the model with this Kiln's `kiln build`");
   uint64_t size = bytes.size();
   if (h.reserved != 0) corrupt("its header has non-zero reserved bytes");
   if (h.headerBytes != sizeof(PlanHeader) || h.metadataOffset < sizeof(PlanHeader) || h.metadataOffset > size ||
@@ -176,7 +215,7 @@ std::shared_ptr<EngineDescription> readPlan(const std::vector<uint8_t>& bytes) {
   if (!fb::VerifyPlanBuffer(verifier)) corrupt("its metadata fails FlatBuffers verification");
   const fb::Plan* plan = fb::GetPlan(meta);
 
-  auto d = std::make_shared<EngineDescription>();
+  auto d = std::make_shared<EnginePlan>();
   d->info.formatVersion = h.formatVersion;
   d->info.kilnVersion = str(plan->kiln_version());
   d->info.backend = str(plan->backend());
@@ -184,7 +223,7 @@ std::shared_ptr<EngineDescription> readPlan(const std::vector<uint8_t>& bytes) {
   d->info.computeCapability = str(plan->compute_capability());
   d->info.buildFlags = str(plan->build_flags());
   PlanDeserializer reader(bytes.data() + h.weightsOffset, h.weightsBytes);
-  d->network = reader.graph(plan->graph(), &d->decisions);
+  d->network = reader.graph(plan->graph(), &d->layers);
   if (plan->profiles())
     for (const auto* p : *plan->profiles()) {
       OptimizationProfile profile;
@@ -195,15 +234,28 @@ std::shared_ptr<EngineDescription> readPlan(const std::vector<uint8_t>& bytes) {
         }
       d->profiles.push_back(std::move(profile));
     }
+  if (plan->placements())
+    for (const auto* t : *plan->placements()) {
+      if (!t) corrupt("a tensor placement is empty");
+      d->tensors[str(t->tensor())] = PlanDeserializer::placement(t);
+    }
   if (plan->memory())
     for (const auto* m : *plan->memory()) {
-      if (!m) corrupt("a memory assignment is empty");
-      if (m->offset() > plan->arena_bytes() || m->bytes() > plan->arena_bytes() - m->offset())
-        corrupt("memory assignment for '" + str(m->tensor()) + "' lies outside the arena");
-      d->memory.assignments.push_back({str(m->tensor()), m->offset(), m->bytes()});
+      if (!m) corrupt("a memory plan is empty");
+      MemoryPlan memory;
+      if (m->space() > uint8_t(MemorySpace::kDevice)) corrupt("a memory plan has an unknown memory space");
+      memory.space = MemorySpace(m->space());
+      memory.arenaBytes = m->arena_bytes();
+      memory.naiveBytes = m->naive_bytes();
+      if (m->assignments())
+        for (const auto* a : *m->assignments()) {
+          if (!a) corrupt("a memory assignment is empty");
+          if (a->offset() > memory.arenaBytes || a->bytes() > memory.arenaBytes - a->offset())
+            corrupt("memory assignment for '" + str(a->tensor()) + "' lies outside the arena");
+          memory.assignments.push_back({str(a->tensor()), a->offset(), a->bytes()});
+        }
+      d->memory.push_back(std::move(memory));
     }
-  d->memory.arenaBytes = plan->arena_bytes();
-  d->memory.naiveBytes = plan->naive_bytes();
   try {
     d->report = BuildReport::fromJson(str(plan->report_json()));
   } catch (const Error&) {
@@ -214,6 +266,10 @@ std::shared_ptr<EngineDescription> readPlan(const std::vector<uint8_t>& bytes) {
   } catch (const Error& e) {
     corrupt(std::string("its network is inconsistent: ") + e.what());
   }
+  if (d->layers.size() != d->network->layers().size()) corrupt("its layer decisions do not match its layers");
+  for (const auto& name : d->network->tensorNames())
+    if (!d->network->tensor(name).isConstant() && !d->tensors.count(name))
+      corrupt("tensor '" + name + "' has no placement");
   return d;
 }
 

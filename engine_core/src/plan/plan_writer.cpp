@@ -26,33 +26,20 @@ class PlanSerializer {
  public:
   std::vector<uint8_t> weights;
 
-  Offset<fb::Graph> graph(const Network& net) {
-    std::vector<Offset<fb::Tensor>> tensors;
-    for (const auto& name : net.tensorNames()) tensors.push_back(tensor(net.tensor(name)));
-    std::vector<Offset<fb::Layer>> layers;
-    for (size_t i = 0; i < net.layers().size(); ++i) layers.push_back(layer(net.layers()[i], nullptr));
-    return finishGraph(net, tensors, layers);
-  }
-
-  Offset<fb::Graph> graphWithDecisions(const Network& net, const std::vector<LayerDecision>& decisions) {
+  Offset<fb::Graph> graph(const Network& net, const std::vector<PlannedLayer>* planned = nullptr) {
     std::vector<Offset<fb::Tensor>> tensors;
     for (const auto& name : net.tensorNames()) tensors.push_back(tensor(net.tensor(name)));
     std::vector<Offset<fb::Layer>> layers;
     for (size_t i = 0; i < net.layers().size(); ++i)
-      layers.push_back(layer(net.layers()[i], i < decisions.size() ? &decisions[i] : nullptr));
-    return finishGraph(net, tensors, layers);
-  }
-
-  FlatBufferBuilder fbb{1 << 16};
-
- private:
-  Offset<fb::Graph> finishGraph(const Network& net, std::vector<Offset<fb::Tensor>>& tensors,
-                                std::vector<Offset<fb::Layer>>& layers) {
+      layers.push_back(layer(net.layers()[i], planned && i < planned->size() ? &(*planned)[i] : nullptr));
     return fb::CreateGraph(fbb, fbb.CreateString(net.info().graphName), fbb.CreateVector(tensors),
                            fbb.CreateVector(layers), fbb.CreateVectorOfStrings(net.inputs()),
                            fbb.CreateVectorOfStrings(net.outputs()));
   }
 
+  FlatBufferBuilder fbb{1 << 16};
+
+ private:
   uint64_t appendWeights(const HostTensor& t) {
     uint64_t offset = (weights.size() + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
     weights.resize(offset + t.byteSize());
@@ -133,23 +120,31 @@ class PlanSerializer {
     throw Error(ErrorCode::kInternal, "attribute '" + name + "' has a kind the plan writer does not know");
   }
 
-  Offset<fb::Layer> layer(const Layer& l, const LayerDecision* decision) {
+  Offset<fb::Layer> layer(const Layer& l, const PlannedLayer* p) {
     std::vector<Offset<fb::Attribute>> attrs;
     for (const auto& [k, a] : l.attributes) attrs.push_back(attribute(k, a));
-    return fb::CreateLayer(fbb, fbb.CreateString(l.name), fbb.CreateString(l.opType), fbb.CreateString(l.domain),
-                           l.opsetVersion, fbb.CreateVectorOfStrings(l.inputs), fbb.CreateVectorOfStrings(l.outputs),
-                           fbb.CreateVector(attrs), fbb.CreateVectorOfStrings(l.origins),
-                           uint8_t(decision ? decision->precision : Precision::kFP32),
-                           fbb.CreateString(decision ? decision->tactic : std::string()));
+    auto name = fbb.CreateString(l.name), op = fbb.CreateString(l.opType), domain = fbb.CreateString(l.domain);
+    auto inputs = fbb.CreateVectorOfStrings(l.inputs), outputs = fbb.CreateVectorOfStrings(l.outputs);
+    auto attributes = fbb.CreateVector(attrs);
+    auto origins = fbb.CreateVectorOfStrings(l.origins);
+    if (!p) return fb::CreateLayer(fbb, name, op, domain, l.opsetVersion, inputs, outputs, attributes, origins);
+    std::vector<uint8_t> formats;
+    for (TensorFormat f : p->inputFormats) formats.push_back(uint8_t(f));
+    return fb::CreateLayer(fbb, name, op, domain, l.opsetVersion, inputs, outputs, attributes, origins,
+                           uint8_t(p->precision), fbb.CreateString(p->tactic), fbb.CreateString(p->backend),
+                           fbb.CreateVector(p->tacticPayload), fbb.CreateVector(formats), uint8_t(p->outputFormat),
+                           p->workspaceBytes, uint8_t(p->role), uint8_t(p->phase),
+                           fbb.CreateString(p->dataDependentShape), fbb.CreateString(p->fallbackReason),
+                           fbb.CreateVectorOfStrings(p->implicitInputs));
   }
 };
 
 }  // namespace
 
-std::vector<uint8_t> writePlan(const EngineDescription& d) {
+std::vector<uint8_t> writePlan(const EnginePlan& d) {
   PlanSerializer s;
   auto& fbb = s.fbb;
-  auto graph = s.graphWithDecisions(*d.network, d.decisions);
+  auto graph = s.graph(*d.network, &d.layers);
   std::vector<Offset<fb::Profile>> profiles;
   for (const auto& p : d.profiles) {
     std::vector<Offset<fb::ShapeRange>> ranges;
@@ -158,13 +153,21 @@ std::vector<uint8_t> writePlan(const EngineDescription& d) {
                                             fbb.CreateVector(r.opt), fbb.CreateVector(r.max)));
     profiles.push_back(fb::CreateProfile(fbb, fbb.CreateVector(ranges)));
   }
-  std::vector<Offset<fb::MemoryAssignment>> memory;
-  for (const auto& a : d.memory.assignments)
-    memory.push_back(fb::CreateMemoryAssignment(fbb, fbb.CreateString(a.tensor), a.offset, a.bytes));
+  std::vector<Offset<fb::TensorPlacement>> placements;
+  for (const auto& [name, t] : d.tensors)
+    placements.push_back(fb::CreateTensorPlacement(fbb, fbb.CreateString(name), uint8_t(t.storage), uint8_t(t.format),
+                                                   uint8_t(t.space), fbb.CreateString(t.modelTensor), t.converted));
+  std::vector<Offset<fb::MemoryPlan>> memory;
+  for (const auto& m : d.memory) {
+    std::vector<Offset<fb::MemoryAssignment>> assignments;
+    for (const auto& a : m.assignments)
+      assignments.push_back(fb::CreateMemoryAssignment(fbb, fbb.CreateString(a.tensor), a.offset, a.bytes));
+    memory.push_back(fb::CreateMemoryPlan(fbb, uint8_t(m.space), fbb.CreateVector(assignments), m.arenaBytes, m.naiveBytes));
+  }
   auto root = fb::CreatePlan(fbb, fbb.CreateString(d.info.kilnVersion), fbb.CreateString(d.info.backend),
                              fbb.CreateString(d.info.deviceName), fbb.CreateString(d.info.computeCapability),
                              fbb.CreateString(d.info.buildFlags), graph, fbb.CreateVector(profiles),
-                             fbb.CreateVector(memory), d.memory.arenaBytes, d.memory.naiveBytes,
+                             fbb.CreateVector(placements), fbb.CreateVector(memory),
                              fbb.CreateString(d.report.toJson(-1)));
   fbb.Finish(root);
 

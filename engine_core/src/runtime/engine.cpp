@@ -2,38 +2,41 @@
 #include <kiln/error.h>
 #include <kiln/runtime.h>
 
-#include "../backends/backend.h"
-#include "../builder/engine_description.h"
+#include "../plan/engine_plan.h"
 #include "../plan/plan_format.h"
-#include "layer_runner.h"
-#include "precision_convert.h"
+#include "engine_program.h"
 
 #include <nlohmann/json.hpp>
 
 namespace kiln {
 
-Engine::Engine(std::shared_ptr<const EngineDescription> description) : description_(std::move(description)) {}
+Engine::Engine(std::shared_ptr<const EnginePlan> plan) : plan_(std::move(plan)), program_(buildProgram(*plan_)) {}
 Engine::~Engine() = default;
 
-const PlanInfo& Engine::planInfo() const { return description_->info; }
-const BuildReport& Engine::report() const { return description_->report; }
-const std::vector<OptimizationProfile>& Engine::profiles() const { return description_->profiles; }
+const PlanInfo& Engine::planInfo() const { return plan_->info; }
+const BuildReport& Engine::report() const { return plan_->report; }
+const std::vector<OptimizationProfile>& Engine::profiles() const { return plan_->profiles; }
 
 std::vector<IOTensorInfo> Engine::ioTensors() const {
   std::vector<IOTensorInfo> out;
-  const Network& net = *description_->network;
+  const Network& net = *plan_->network;
   for (const auto& name : net.runtimeInputs()) out.push_back({name, true, net.tensor(name).dtype, net.tensor(name).shape});
   for (const auto& name : net.outputs()) out.push_back({name, false, net.tensor(name).dtype, net.tensor(name).shape});
   return out;
 }
 
 std::unique_ptr<ExecutionContext> Engine::createExecutionContext() const {
-  return std::make_unique<ExecutionContext>(description_);
+  return std::make_unique<ExecutionContext>(plan_, program_);
+}
+
+std::string Engine::tensorMemorySpace(const std::string& name) const {
+  const SlotInfo& info = program_->slots[size_t(program_->slot(name))];
+  return toString(info.constant ? MemorySpace::kHost : info.place.space);
 }
 
 std::string Engine::inspectJson() const {
   using nlohmann::json;
-  const auto& d = *description_;
+  const EnginePlan& d = *plan_;
   json j = json::parse(d.report.toJson());
   j["plan"] = {{"format_version", d.info.formatVersion}, {"kiln_version", d.info.kilnVersion},
                {"backend", d.info.backend},            {"device", d.info.deviceName},
@@ -48,42 +51,42 @@ std::string Engine::inspectJson() const {
   json io = json::array();
   for (const auto& t : ioTensors())
     io.push_back({{"name", t.name}, {"kind", t.isInput ? "input" : "output"},
-                  {"dtype", std::string(toString(t.dtype))}, {"shape", t.shape.toString()}});
+                  {"dtype", std::string(toString(t.dtype))}, {"shape", t.shape.toString()},
+                  {"memory_space", tensorMemorySpace(t.name)}});
   j["io"] = io;
+  json tensors = json::object();
+  for (const auto& [name, t] : d.tensors)
+    tensors[name] = {{"storage", std::string(toString(t.storage))}, {"format", toString(t.format)},
+                     {"memory_space", toString(t.space)}, {"model_tensor", t.modelTensor}, {"converted", t.converted}};
+  j["tensors"] = tensors;
+  json inserted = json::array();
+  for (size_t i = 0; i < d.layers.size(); ++i)
+    if (d.layers[i].role != LayerRole::kCompute) {
+      const Layer& l = d.network->layers()[i];
+      inserted.push_back({{"name", l.name}, {"role", toString(d.layers[i].role)}, {"backend", d.layers[i].backend},
+                          {"input", l.inputs.at(0)}, {"output", l.outputs.at(0)}});
+    }
+  j["inserted_layers"] = inserted;
   j["non_linear_layouts"] = nonLinearTensorLayouts();
+  json arenas = json::array();
+  for (const auto& m : d.memory) arenas.push_back({{"memory_space", toString(m.space)}, {"bytes", m.arenaBytes}});
+  j["arenas"] = arenas;
   return j.dump(2);
 }
 
 std::map<std::string, std::string> Engine::nonLinearTensorLayouts() const {
   std::map<std::string, std::string> layouts;
-  const auto& layers = description_->network->layers();
-  for (size_t i = 0; i < layers.size() && i < description_->steps.size(); ++i) {
-    const TensorFormat format = description_->steps[i]->tactic().outputFormat;
-    if (format != TensorFormat::kLinear && !layers[i].outputs.empty()) layouts[layers[i].outputs[0]] = toString(format);
-  }
+  for (const auto& [name, t] : plan_->tensors)
+    if (t.format != TensorFormat::kLinear) layouts[name] = toString(t.format);
   return layouts;
 }
 
 std::shared_ptr<Engine> Runtime::load(const std::vector<uint8_t>& plan) const {
-  auto d = readPlan(plan);
-  if (d->info.backend == "cuda")
-    throw Error(ErrorCode::kUnsupported, "the plan was built for the CUDA backend on '" + d->info.deviceName +
-                                             "' (compute capability " + d->info.computeCapability +
-                                             "); this Kiln runs it only on that device with the CUDA backend");
-  if (d->info.backend != "cpu")
-    throw Error(ErrorCode::kUnsupported, "the plan names an unknown backend '" + d->info.backend + "'");
-  if (d->decisions.size() != d->network->layers().size())
-    throw Error(ErrorCode::kInvalidModel, "the plan's layer decisions do not match its layers; rebuild it");
-  // Weights stored in a reduced type are widened back to the layer's compute type once, here.
-  for (const auto& name : d->network->tensorNames()) {
-    Tensor& t = d->network->tensor(name);
-    if (t.isConstant() && t.dtype == DataType::kFloat32 && t.constant->dtype() != DataType::kFloat32)
-      t.constant = widenToFloat32(*t.constant);
-  }
-  d->steps = instantiateSteps(*makeCpuBackend(), *d);  // also checks that every tactic exists
-  logger_.log(Severity::kInfo, "loaded a " + d->info.backend + " plan with " +
-                                   std::to_string(d->network->layers().size()) + " layers");
-  return std::make_shared<Engine>(std::move(d));
+  std::shared_ptr<EnginePlan> d = readPlan(plan);
+  auto engine = std::make_shared<Engine>(std::move(d));  // instantiates every step: unknown tactics are refused
+  logger_.log(Severity::kInfo, "loaded a " + engine->planInfo().backend + " plan with " +
+                                   std::to_string(engine->plan().network->layers().size()) + " layers");
+  return engine;
 }
 
 std::shared_ptr<Engine> Runtime::loadFile(const std::string& path) const {

@@ -1,106 +1,198 @@
-// Runs an engine on the CPU backend: layers in order as the steps of their plan tactics on the
-// backend's stream, activations in the planned arena (stored in the engine's precision between
-// layers), one workspace shared by the steps.
+// An execution context runs its engine in three phases (docs/DESIGN.md, "Runtime"):
+//   shape   setInputShape -> every slot's dims, shape values computed on the host (shape_resolver)
+//   bind    every slot to arena, context-owned or user memory; every step's views (context_memory)
+//   launch  enqueue: the steps in order on their backends' streams, nothing allocated or converted
+// A data-dependent engine (NonZero, a Reshape to computed values) resumes the shape phase at the
+// layer that needs data, after waiting for the streams there.
 #include <kiln/error.h>
 #include <kiln/runtime.h>
 
-#include "../builder/engine_description.h"
-#include "../builder/memory_planner.h"
-#include "../backends/cpu/channels_last.h"
+#include "../plan/engine_plan.h"
 #include "arena_poison.h"
-#include "layer_runner.h"
+#include "context_memory.h"
+#include "engine_program.h"
+#include "host_execution.h"
 #include "precision_convert.h"
-#include "subgraph_cache.h"
-#include <kiln/reference_executor.h>
+#include "shape_resolver.h"
+
+#include "../backends/cpu/channels_last.h"
 
 #include <atomic>
-#include <cstdlib>
+#include <deque>
 #include <cstring>
-#include <unordered_map>
 
 namespace kiln {
-
-struct ExecutionContext::State {
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Stream> stream;
-  std::unique_ptr<Event> layerStart, layerEnd;  // per-layer times for the profiler
-  std::vector<std::shared_ptr<const Step>> steps;
-  DeviceBuffer workspace;  // grown to the largest step's need
-  uint64_t workspaceBytes = 0;
-  std::vector<size_t> order;
-  std::unordered_map<std::string, size_t> lastUse;
-  std::unordered_map<std::string, MemoryAssignment> planned;
-  std::shared_ptr<void> arena;
-  std::map<std::string, std::vector<int64_t>> inputShapes;
-  std::map<std::string, void*> addresses;
-  std::map<std::string, std::vector<int64_t>> outputShapes;
-  SubgraphRunCache subgraphs;  // for the bodies of the network's If/Loop/Scan layers, across runs
-};
-
 namespace {
 
 std::atomic<bool> poisonArena{false};
-
-DataType storageType(Precision p) {
-  switch (p) {
-    case Precision::kFP16: return DataType::kFloat16;
-    case Precision::kBF16: return DataType::kBFloat16;
-    default: return DataType::kFloat32;
-  }
-}
-
-bool isNetworkInput(const Network& net, const std::string& name) {
-  return std::find(net.inputs().begin(), net.inputs().end(), name) != net.inputs().end();
-}
 
 std::string rangeText(const ShapeRange& r, size_t d) {
   return "[" + std::to_string(r.min[d]) + ", " + std::to_string(r.max[d]) + "]";
 }
 
+// Asks the context for memory of an output whose size only the step learns.
+class LateOutputs : public OutputAllocator {
+ public:
+  LateOutputs(const EngineProgram& program, ContextSlots& slots, ContextMemory& memory, const ProgramLayer& layer,
+              const std::map<int, OutputBufferAllocator*>& userAllocators)
+      : program_(program), slots_(slots), memory_(memory), layer_(layer), userAllocators_(userAllocators) {}
+
+  void* allocate(size_t output, DataType dtype, const std::vector<int64_t>& dims) override {
+    const int s = layer_.outputs.at(output);
+    const SlotInfo& info = program_.slots[size_t(s)];
+    SlotState& state = slots_[size_t(s)];
+    const uint64_t bytes = uint64_t(elementCount(dims)) * byteSize(dtype);
+    if (info.graphOutput) {
+      auto it = userAllocators_.find(s);
+      if (it == userAllocators_.end())
+        throw Error(ErrorCode::kInvalidArgument, "output '" + info.name +
+                                                     "' has a size that depends on data: give it an output allocator "
+                                                     "(setOutputAllocator) before enqueue");
+      state.userAddress = it->second->reallocateOutput(info.name, state.userAddress, std::max<uint64_t>(bytes, 1), 256);
+      it->second->notifyShape(info.name, dims);
+      return state.userAddress;
+    }
+    return memory_.ownedMemory(state, info, bytes);
+  }
+
+ private:
+  const EngineProgram& program_;
+  ContextSlots& slots_;
+  ContextMemory& memory_;
+  const ProgramLayer& layer_;
+  const std::map<int, OutputBufferAllocator*>& userAllocators_;
+};
+
 }  // namespace
 
 void setArenaPoisoningForTesting(bool enabled) { poisonArena = enabled; }
 
-ExecutionContext::ExecutionContext(std::shared_ptr<const EngineDescription> description)
-    : description_(std::move(description)), state_(std::make_unique<State>()) {
-  const Network& net = *description_->network;
-  state_->backend = makeCpuBackend();
-  state_->stream = state_->backend->createStream();
-  state_->layerStart = state_->backend->createEvent();
-  state_->layerEnd = state_->backend->createEvent();
-  state_->steps = description_->steps.size() == net.layers().size() ? description_->steps
-                                                                       : instantiateSteps(*state_->backend, *description_);
-  state_->order = net.topologicalOrder();
-  state_->lastUse = lastUseSteps(net, state_->order);
-  for (const auto& a : description_->memory.assignments) state_->planned[a.tensor] = a;
-  if (description_->memory.arenaBytes > 0) {
-    void* p = std::aligned_alloc(64, (description_->memory.arenaBytes + 63) / 64 * 64);
-    if (!p) throw Error(ErrorCode::kRuntimeError, "out of host memory for the engine's activation arena");
-    state_->arena = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+struct ExecutionContext::State {
+  State(const EnginePlan& plan, const EngineProgram& program)
+      : memory(plan, program), slots(program.slots.size()) {}
+
+  ContextMemory memory;
+  ContextSlots slots;
+  std::map<int, OutputBufferAllocator*> outputAllocators;
+  std::map<const Backend*, std::unique_ptr<Stream>> ownStreams;  // each backend's, when no stream is given
+  std::unique_ptr<Stream> callerStream;  // the engine backend's wrap of the last native stream
+  void* callerNative = nullptr;
+  // Per-layer times for the profiler, from events of the layer's backend.
+  std::map<const Backend*, std::pair<std::unique_ptr<Event>, std::unique_ptr<Event>>> layerEvents;
+  bool shapesDirty = true;
+  bool addressesDirty = false;  // only input/output addresses changed: views are patched, shapes kept
+  size_t resolvedUpTo = 0;  // layers [0, resolvedUpTo) have known shapes and bound memory
+  size_t staticUpTo = 0;    // how far the shape phase gets before a run (the rest depends on data)
+  std::map<int, std::vector<uint8_t>> shapeInputsRead;  // host shape inputs' bytes the shape phase read
+  std::deque<HostTensor> staged;  // host views and copies the shape phase read (stable addresses)
+
+  Stream& streamOf(const Backend* backend) {
+    auto& s = ownStreams[backend];
+    if (!s) s = backend->createStream();
+    return *s;
+  }
+
+  // The engine backend's stream for this enqueue: the caller's, or its own.
+  Stream& engineStream(const EngineProgram& p, void* native) {
+    if (!native || p.engine->memorySpace() != MemorySpace::kDevice) return streamOf(p.engine);
+    if (!callerStream || callerNative != native) {
+      callerStream = p.engine->wrapStream(native);
+      callerNative = native;
+    }
+    return *callerStream;
+  }
+
+  // Host values the shape phase may read: weights, shape values, host objects and host inputs;
+  // with `data` (the streams waited for: data-dependent shapes), any tensor, copied to the host.
+  SlotValues values(const EngineProgram& p, Stream* data) {
+    return [this, &p, data](int s) -> const HostTensor* {
+      const SlotInfo& info = p.slots[size_t(s)];
+      SlotState& state = slots[size_t(s)];
+      if (info.constant) return info.constant;
+      if (info.shapeValue || info.object) return state.known && !state.value.isSequence() ? &state.value.tensor : nullptr;
+      if (!state.known) return nullptr;
+      if (info.graphInput && info.place.space == MemorySpace::kHost) {
+        if (!state.userAddress)
+          throw Error(ErrorCode::kInvalidArgument, "input '" + info.name + "' decides shapes: give its value (host "
+                                                   "memory, setTensorAddress) before the engine runs");
+        staged.push_back(HostTensor::view(info.place.storage, state.dims, nullptr, state.userAddress));
+        const auto* bytes = static_cast<const uint8_t*>(state.userAddress);
+        shapeInputsRead[s].assign(bytes, bytes + staged.back().byteSize());
+        return &staged.back();
+      }
+      if (!data || !state.data || info.place.format != TensorFormat::kLinear) return nullptr;
+      HostTensor host(info.place.storage, state.dims);
+      data->copy(host.rawData(), state.data, host.byteSize());
+      data->synchronize();
+      if (info.place.storage != info.declared->dtype && info.declared->dtype == DataType::kFloat32)
+        host = widenToFloat32(host);
+      staged.push_back(std::move(host));
+      return &staged.back();
+    };
+  }
+};
+
+ExecutionContext::ExecutionContext(std::shared_ptr<const EnginePlan> plan, std::shared_ptr<const EngineProgram> program)
+    : plan_(std::move(plan)), program_(std::move(program)), state_(std::make_unique<State>(*plan_, *program_)) {
+  const EngineProgram& p = *program_;
+  for (size_t s = 0; s < p.slots.size(); ++s) {
+    state_->slots[s].type = *p.slots[s].declared;
+    state_->slots[s].known = p.slots[s].constant != nullptr;
+  }
+  // Workspaces for the largest shapes of every profile, so that no run has to grow them.
+  const size_t profiles = std::max<size_t>(1, plan_->profiles.size());
+  for (size_t profile = 0; profile < profiles; ++profile) {
+    ContextSlots sizing = state_->slots;
+    for (int s : p.inputSlots) {
+      const Tensor& declared = *p.slots[size_t(s)].declared;
+      std::vector<int64_t> dims;
+      if (profile < plan_->profiles.size())
+        if (auto it = plan_->profiles[profile].inputs.find(declared.name); it != plan_->profiles[profile].inputs.end())
+          dims = it->second.max;
+      if (dims.empty() && declared.shape.isFullyKnown()) dims = declared.shape.knownDims();
+      if (dims.empty() && !(declared.shape.hasRank() && declared.shape.rank() == 0)) continue;
+      sizing[size_t(s)].dims = dims;
+      sizing[size_t(s)].type.shape = Shape::fromDims(dims);
+      sizing[size_t(s)].known = true;
+    }
+    const size_t resolved = resolveShapes(p, sizing, 0, [&](int s) -> const HostTensor* {
+      const SlotInfo& info = p.slots[size_t(s)];
+      if (info.constant) return info.constant;
+      return info.shapeValue && sizing[size_t(s)].known ? &sizing[size_t(s)].value.tensor : nullptr;
+    });
+    for (size_t k = 0; k < resolved; ++k) {
+      const ProgramLayer& layer = p.layers[k];
+      if (!layer.step) continue;
+      state_->memory.reserveWorkspace(
+          layer.backend, layer.step->workspaceBytes(state_->memory.sizingViews(sizing, layer.inputs),
+                                                    state_->memory.sizingViews(sizing, layer.outputs)));
+    }
   }
 }
 
 ExecutionContext::~ExecutionContext() = default;
 
 void ExecutionContext::setOptimizationProfile(int index) {
-  if (index < 0 || (index > 0 && size_t(index) >= description_->profiles.size()))
+  if (index < 0 || (index > 0 && size_t(index) >= plan_->profiles.size()))
     throw Error(ErrorCode::kInvalidArgument, "optimization profile " + std::to_string(index) + " does not exist; the engine has " +
-                                                 std::to_string(std::max<size_t>(1, description_->profiles.size())));
+                                                 std::to_string(std::max<size_t>(1, plan_->profiles.size())));
   profile_ = index;
+  state_->shapesDirty = true;
 }
 
 void ExecutionContext::setInputShape(const std::string& name, const std::vector<int64_t>& dims) {
-  const Network& net = *description_->network;
-  if (!isNetworkInput(net, name))
+  const EngineProgram& p = *program_;
+  auto it = p.slotOf.find(name);
+  if (it == p.slotOf.end() || !p.slots[size_t(it->second)].graphInput)
     throw Error(ErrorCode::kInvalidArgument, "'" + name + "' is not an input of the engine");
-  const Tensor& declared = net.tensor(name);
+  const Tensor& declared = *p.slots[size_t(it->second)].declared;
   if (declared.shape.hasRank() && declared.shape.rank() != dims.size())
     throw Error(ErrorCode::kInvalidArgument, "input '" + name + "' has rank " + std::to_string(declared.shape.rank()) +
                                                  " (shape " + declared.shape.toString() + "), got " + dimsToString(dims));
   const ShapeRange* range = nullptr;
-  if (size_t(profile_) < description_->profiles.size()) {
-    const auto& inputs = description_->profiles[size_t(profile_)].inputs;
-    if (auto it = inputs.find(name); it != inputs.end()) range = &it->second;
+  if (size_t(profile_) < plan_->profiles.size()) {
+    const auto& inputs = plan_->profiles[size_t(profile_)].inputs;
+    if (auto r = inputs.find(name); r != inputs.end()) range = &r->second;
   }
   for (size_t d = 0; d < dims.size(); ++d) {
     if (range) {
@@ -119,170 +211,178 @@ void ExecutionContext::setInputShape(const std::string& name, const std::vector<
                                                    "rebuild with --min-shapes/--opt-shapes/--max-shapes");
     }
   }
-  state_->inputShapes[name] = dims;
+  SlotState& state = state_->slots[size_t(it->second)];
+  if (state.known && state.dims == dims) return;
+  state.dims = dims;
+  state.type.shape = Shape::fromDims(dims);
+  state.known = true;
+  state_->shapesDirty = true;
 }
 
 void ExecutionContext::setTensorAddress(const std::string& name, void* address) {
-  const Network& net = *description_->network;
-  if (!isNetworkInput(net, name) &&
-      std::find(net.outputs().begin(), net.outputs().end(), name) == net.outputs().end())
+  const EngineProgram& p = *program_;
+  auto it = p.slotOf.find(name);
+  if (it == p.slotOf.end() || (!p.slots[size_t(it->second)].graphInput && !p.slots[size_t(it->second)].graphOutput))
     throw Error(ErrorCode::kInvalidArgument, "'" + name + "' is neither an input nor an output of the engine");
-  state_->addresses[name] = address;
+  SlotState& state = state_->slots[size_t(it->second)];
+  if (state.userAddress == address) return;
+  state.userAddress = address;
+  state_->addressesDirty = true;
+}
+
+void ExecutionContext::setOutputAllocator(const std::string& name, OutputBufferAllocator* allocator) {
+  const int s = program_->slot(name);
+  if (!program_->slots[size_t(s)].graphOutput)
+    throw Error(ErrorCode::kInvalidArgument, "'" + name + "' is not an output of the engine");
+  auto it = state_->outputAllocators.find(s);
+  const OutputBufferAllocator* current = it == state_->outputAllocators.end() ? nullptr : it->second;
+  if (current == allocator) return;
+  if (allocator) state_->outputAllocators[s] = allocator;
+  else state_->outputAllocators.erase(s);
+  state_->shapesDirty = true;
 }
 
 std::vector<int64_t> ExecutionContext::tensorShape(const std::string& name) const {
-  if (auto it = state_->inputShapes.find(name); it != state_->inputShapes.end()) return it->second;
-  if (auto it = state_->outputShapes.find(name); it != state_->outputShapes.end()) return it->second;
-  throw Error(ErrorCode::kInvalidArgument, "the shape of '" + name + "' is not known yet: set the input shapes and run");
+  const EngineProgram& p = *program_;
+  const int s = p.slot(name);
+  if (!p.slots[size_t(s)].graphInput && !p.slots[size_t(s)].graphOutput)
+    throw Error(ErrorCode::kInvalidArgument, "'" + name + "' is neither an input nor an output of the engine");
+  if (p.slots[size_t(s)].graphInput && !state_->slots[size_t(s)].known)
+    throw Error(ErrorCode::kInvalidArgument, "the shape of input '" + name + "' is not set: call setInputShape");
+  const_cast<ExecutionContext*>(this)->prepareShapes();  // logically const: works out what is already decided
+  const SlotState& state = state_->slots[size_t(s)];
+  if (state.known) return state.dims;
+  throw Error(ErrorCode::kInvalidArgument, "the shape of '" + name + "' depends on data the engine computes: it is "
+                                           "known after a run");
 }
 
-void ExecutionContext::enqueue(void* stream) {
-  (void)stream;  // the CPU backend runs synchronously
-  const Network& net = *description_->network;
-  std::map<std::string, HostTensor> inputs;
-  for (const auto& name : net.runtimeInputs()) {
-    auto addr = state_->addresses.find(name);
-    if (addr == state_->addresses.end() || !addr->second)
-      throw Error(ErrorCode::kInvalidArgument, "input '" + name + "' has no address: call setTensorAddress");
-    std::vector<int64_t> dims;
-    if (auto s = state_->inputShapes.find(name); s != state_->inputShapes.end()) dims = s->second;
-    else if (net.tensor(name).shape.isFullyKnown()) dims = net.tensor(name).shape.knownDims();
-    else throw Error(ErrorCode::kInvalidArgument, "input '" + name + "' has dynamic dimensions: call setInputShape");
-    inputs[name] = HostTensor::view(net.tensor(name).dtype, dims, nullptr, addr->second);
+const SlotState& ExecutionContext::slotState(int slot) const { return state_->slots[size_t(slot)]; }
+
+void ExecutionContext::prepareShapes() {
+  const EngineProgram& p = *program_;
+  State& st = *state_;
+  for (const auto& [s, bytes] : st.shapeInputsRead) {
+    const SlotState& state = st.slots[size_t(s)];
+    if (!state.userAddress || std::memcmp(state.userAddress, bytes.data(), bytes.size()) != 0) st.shapesDirty = true;
   }
-  auto outputs = run(inputs);
-  for (const auto& [name, tensor] : outputs) {
-    auto addr = state_->addresses.find(name);
-    if (addr != state_->addresses.end() && addr->second && tensor.byteSize())
-      std::memcpy(addr->second, tensor.rawData(), tensor.byteSize());
+  if (st.shapesDirty) {
+    for (int s : p.inputSlots)
+      if (!st.slots[size_t(s)].known)
+        throw Error(ErrorCode::kInvalidArgument, "input '" + p.slots[size_t(s)].name + "' has no shape: call setInputShape");
+    for (size_t s = 0; s < st.slots.size(); ++s)
+      if (!p.slots[s].graphInput && !p.slots[s].constant) st.slots[s].known = false;
+    st.memory.unbind(st.slots);
+    st.shapeInputsRead.clear();
+    st.staged.clear();
+    st.resolvedUpTo = st.staticUpTo = resolveShapes(p, st.slots, 0, st.values(p, nullptr));
+    st.memory.bind(st.slots, 0, st.outputAllocators);
+    st.shapesDirty = false;
+    st.addressesDirty = false;
+  } else if (st.addressesDirty) {
+    st.memory.rebindAddresses(st.slots);
+    st.addressesDirty = false;
   }
 }
 
-std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::string, HostTensor>& given) {
-  const EngineDescription& d = *description_;
-  const Network& net = *d.network;
-  std::unordered_map<std::string, Value> values;
-  for (const auto& name : net.runtimeInputs()) {
-    auto it = given.find(name);
-    if (it == given.end()) throw Error(ErrorCode::kInvalidArgument, "input '" + name + "' was not given a value");
-    const Tensor& declared = net.tensor(name);
-    if (it->second.dtype() != declared.dtype)
-      throw Error(ErrorCode::kInvalidArgument, "input '" + name + "' must be " + std::string(toString(declared.dtype)) +
-                                                   ", got " + std::string(toString(it->second.dtype())));
-    setInputShape(name, it->second.dims());
-    values[name] = Value(it->second);
+void ExecutionContext::enqueue(void* native) {
+  const EngineProgram& p = *program_;
+  State& st = *state_;
+  Stream* engineStream = &st.engineStream(p, native);
+  auto streamFor = [&](const Backend* backend) -> Stream& {
+    return backend == p.engine ? *engineStream : st.streamOf(backend);
+  };
+  auto waitForAll = [&] {
+    engineStream->synchronize();
+    for (auto& [backend, stream] : st.ownStreams) stream->synchronize();
+  };
+  prepareShapes();
+  for (const std::vector<int>* io : {&p.inputSlots, &p.outputSlots})
+    for (int s : *io) {
+      const SlotInfo& info = p.slots[size_t(s)];
+      const SlotState& state = st.slots[size_t(s)];
+      if (state.known && !info.object && !state.data && elementCount(state.dims) > 0)
+        throw Error(ErrorCode::kInvalidArgument, std::string(info.graphInput ? "input" : "output") + " '" + info.name +
+                                                     "' has no memory: call setTensorAddress for it (" +
+                                                     toString(info.place.space) + " memory) before enqueue");
+    }
+  if (poisonArena) st.memory.poisonArenas(*engineStream);
+  // What the last run learned from data does not hold for this one.
+  if (st.resolvedUpTo != st.staticUpTo) {
+    for (size_t s = 0; s < st.slots.size(); ++s)
+      if (p.slots[s].producer >= int(st.staticUpTo)) {
+        st.slots[s].known = false;
+        if (!p.slots[s].graphOutput || st.outputAllocators.count(int(s))) st.slots[s].data = nullptr;
+      }
+    st.resolvedUpTo = st.staticUpTo;
   }
-  for (const auto& [name, t] : given)
-    if (!isNetworkInput(net, name)) throw Error(ErrorCode::kInvalidArgument, "'" + name + "' is not an input of the engine");
 
-  auto lookup = [&](const std::string& name) -> const Value* {
-    if (auto it = values.find(name); it != values.end()) return &it->second;
-    if (const Tensor* t = net.findTensor(name); t && t->isConstant()) {
-      auto [it, _] = values.emplace(name, Value(*t->constant));
-      return &it->second;
+  for (size_t k = 0; k < p.layers.size(); ++k) {
+    const ProgramLayer& layer = p.layers[k];
+    if (k == st.resolvedUpTo) {  // shapes from here depend on data: wait, then resume the shape phase
+      waitForAll();
+      st.resolvedUpTo = resolveShapes(p, st.slots, k, st.values(p, engineStream));
+      st.memory.bind(st.slots, k, st.outputAllocators);
+      if (st.resolvedUpTo == k && (!layer.step || layer.backend->memorySpace() != MemorySpace::kHost))
+        throw Error(ErrorCode::kRuntimeError, layer.layer->describe() + ": its output shape cannot be worked out "
+                                              "before it runs, and its backend cannot size outputs as it runs");
     }
-    return nullptr;
-  };
-  auto subgraphRunner = [&](const Network& body, const std::vector<Value>& bodyInputs) {
-    return executeGraphCached(body, bodyInputs, lookup, {}, state_->subgraphs);
-  };
-  std::unordered_map<std::string, Tensor> scopeTypes;
-  const Network::ScopeLookup scopeTypeLookup = [&](const std::string& name) -> const Tensor* {
-    const Value* v = lookup(name);
-    if (!v) return nullptr;
-    return &scopeTypes.insert_or_assign(name, describeValue(name, *v)).first->second;
-  };
-  if (poisonArena && state_->arena) std::memset(state_->arena.get(), 0xFF, d.memory.arenaBytes);
-  const char* arenaBegin = static_cast<const char*>(state_->arena.get());
-  const char* arenaEnd = arenaBegin + d.memory.arenaBytes;
-
-  for (size_t step = 0; step < state_->order.size(); ++step) {
-    size_t index = state_->order[step];
-    const Layer& layer = net.layers()[index];
-    const LayerDecision& decision = d.decisions.at(index);
-    // Reduced-precision activations are widened for the layer, which computes in fp32.
-    std::vector<Value> widened(layer.inputs.size());
-    std::vector<const Value*> inputValues;
-    for (size_t i = 0; i < layer.inputs.size(); ++i) {
-      const std::string& name = layer.inputs[i];
-      const Value* v = name.empty() ? nullptr : lookup(name);
-      if (!name.empty() && !v) throw Error(ErrorCode::kRuntimeError, layer.describe() + ": input '" + name + "' has no value");
-      if (v && !v->isSequence() && v->hasElement &&
-          (v->tensor.dtype() == DataType::kFloat16 || v->tensor.dtype() == DataType::kBFloat16) &&
-          net.tensor(name).dtype == DataType::kFloat32) {
-        widened[i] = Value(widenToFloat32(v->tensor));
-        v = &widened[i];
+    if (!layer.step) continue;
+    if (layer.hostAfterDevice) engineStream->synchronize();
+    Stream& stream = streamFor(layer.backend);
+    auto [workspace, workspaceBytes] = st.memory.workspace(k);
+    LateOutputs late(p, st.slots, st.memory, layer, st.outputAllocators);
+    StepArgs args;
+    args.inputs = st.memory.inputs(k);
+    args.outputs = st.memory.outputs(k);
+    args.workspace = workspace;
+    args.workspaceBytes = workspaceBytes;
+    args.outputAllocator = &late;
+    args.state = st.memory.state(k);
+    auto& events = st.layerEvents[layer.backend];
+    if (profiler_ && !events.first) events = {layer.backend->createEvent(), layer.backend->createEvent()};
+    if (profiler_) events.first->record(stream);
+    layer.step->enqueue(args, stream);
+    const bool unresolved = k == st.resolvedUpTo;
+    for (size_t j = 0; j < layer.outputs.size(); ++j) {
+      const int s = layer.outputs[j];
+      if (s < 0) continue;
+      SlotState& state = st.slots[size_t(s)];
+      const TensorView& view = args.outputs[j];
+      if (p.slots[size_t(s)].object) {  // host objects: typed by what the step made
+        state.type = describeValue(p.slots[size_t(s)].name, state.value);
+        state.known = state.ready = true;
+      } else if (unresolved) {
+        state.dims = view.dims;
+        state.type.shape = Shape::fromDims(view.dims);
+        state.data = view.data;
+        state.known = true;
       }
-      inputValues.push_back(v);
     }
-    auto allocator = [&](size_t out, DataType dtype, const std::vector<int64_t>& dims) -> HostTensor {
-      auto planned = state_->planned.find(layer.outputs[out]);
-      if (planned == state_->planned.end() || !state_->arena) return {};
-      uint64_t bytes = uint64_t(elementCount(dims)) * byteSize(dtype);
-      if (bytes > planned->second.bytes || dtype == DataType::kString) return {};
-      // Not cleared: kernels write every element of their outputs (see arena_poison.h).
-      return HostTensor::inArena(dtype, dims, state_->arena, planned->second.offset);
-    };
-    const Step& layerStep = *state_->steps.at(index);
-    const uint64_t workspaceBytes = layerStep.workspaceBytes(inputValues);
-    if (workspaceBytes > state_->workspaceBytes) {
-      state_->workspace = allocateBuffer(state_->backend->allocator(), workspaceBytes, 64);
-      state_->workspaceBytes = workspaceBytes;
-    }
-    const StepIO io{inputValues, allocator, state_->workspace.get(), state_->workspaceBytes, subgraphRunner,
-                    scopeTypeLookup};
-    if (profiler_) state_->layerStart->record(*state_->stream);
-    auto outputs = layerStep.enqueue(io, *state_->stream);
-    for (size_t i = 0; i < layer.outputs.size(); ++i) {
-      if (layer.outputs[i].empty()) continue;
-      Value& v = outputs[i];
-      if (!v.isSequence() && v.hasElement && !v.tensor.empty()) {
-        // A view into the arena that the plan did not put there (an unexpected alias) would be
-        // overwritten by later layers: copy it out.
-        const char* p = static_cast<const char*>(v.tensor.rawData());
-        auto planned = state_->planned.find(layer.outputs[i]);
-        bool inArena = p >= arenaBegin && p < arenaEnd;
-        bool expected = planned != state_->planned.end() && (isAliasOp(layer) || p == arenaBegin + planned->second.offset);
-        if (inArena && !expected) v.tensor = v.tensor.clone();
-        if (v.tensor.dtype() == DataType::kFloat32 && storageType(decision.precision) != DataType::kFloat32)
-          v.tensor = narrowInPlace(v.tensor, storageType(decision.precision));
+    if (unresolved) st.resolvedUpTo = k + 1;
+    if (observer_) {
+      for (size_t j = 0; j < layer.outputs.size(); ++j) {
+        const int s = layer.outputs[j];
+        if (s < 0) continue;
+        const SlotInfo& info = p.slots[size_t(s)];
+        const SlotState& state = st.slots[size_t(s)];
+        if (info.place.converted || info.object || !state.data || byteSize(info.place.storage) == 0) continue;
+        HostTensor host(info.place.storage, state.dims);
+        stream.copy(host.rawData(), state.data, host.byteSize());
+        stream.synchronize();
+        if (host.dtype() == DataType::kFloat16 || host.dtype() == DataType::kBFloat16) host = widenToFloat32(host);
+        if (info.place.format == TensorFormat::kNHWC) host = channelsLastToLinear(host);
+        observer_(info.place.modelTensor.empty() ? info.name : info.place.modelTensor, layer.layer->name, host);
       }
-      if (observer_ && !v.isSequence() && v.hasElement && !v.tensor.empty()) {
-        // A channels-last output (the step's tactic says so) is shown in its dims' order.
-        const bool channelsLast = i == 0 && layerStep.tactic().outputFormat == TensorFormat::kNHWC;
-        observer_(layer.outputs[i], layer.name,
-                  channelsLast ? channelsLastToLinear(v.tensor)
-                  : v.tensor.dtype() == DataType::kFloat16 || v.tensor.dtype() == DataType::kBFloat16
-                      ? widenToFloat32(v.tensor)
-                      : v.tensor);
-      }
-      values[layer.outputs[i]] = std::move(v);
     }
     if (profiler_) {
-      state_->layerEnd->record(*state_->stream);
-      state_->layerEnd->synchronize();
-      profiler_->reportLayerTime(layer.name, state_->layerEnd->millisecondsSince(*state_->layerStart));
-    }
-    for (auto it = values.begin(); it != values.end();) {
-      auto use = state_->lastUse.find(it->first);
-      bool dead = use != state_->lastUse.end() && use->second == step;
-      it = dead ? values.erase(it) : std::next(it);
+      events.second->record(stream);
+      events.second->synchronize();
+      profiler_->reportLayerTime(layer.layer->name, events.second->millisecondsSince(*events.first));
     }
   }
-
-  std::map<std::string, HostTensor> results;
-  for (const auto& name : net.outputs()) {
-    const Value* v = lookup(name);
-    if (!v || v->isSequence() || !v->hasElement)
-      throw Error(ErrorCode::kRuntimeError, "engine output '" + name + "' was not computed as a tensor");
-    HostTensor t = v->tensor;
-    if (t.dtype() != net.tensor(name).dtype && net.tensor(name).dtype == DataType::kFloat32) t = widenToFloat32(t);
-    else if (static_cast<const char*>(t.rawData()) >= arenaBegin && static_cast<const char*>(t.rawData()) < arenaEnd)
-      t = t.clone();  // outputs outlive the arena's next run
-    state_->outputShapes[name] = t.dims();
-    results[name] = std::move(t);
-  }
-  return results;
+  if (p.engine->memorySpace() == MemorySpace::kDevice && !native) engineStream->synchronize();
+  for (size_t s = 0; s < st.slots.size(); ++s)  // the next run makes its own host objects
+    if (p.slots[s].object && !p.slots[s].graphInput) st.slots[s].ready = false;
 }
 
 }  // namespace kiln

@@ -5,6 +5,8 @@
 #include <kernels/cpu/common/numeric_types.h>
 #include <kernels/cpu/common/parallel.h>
 
+#include <cstring>
+
 namespace kiln {
 
 using kernels::BFloat16;
@@ -38,6 +40,34 @@ HostTensor narrowInPlace(const HostTensor& t, DataType to) {
     dst[i] = half ? Float16::fromFloat(v) : BFloat16::fromFloat(v);
   }
   return out;
+}
+
+void convertFloatStorage(DataType from, const void* in, DataType to, void* out, int64_t n) {
+  auto narrow = [](DataType t) { return t == DataType::kFloat16 || t == DataType::kBFloat16; };
+  if (from == to) {
+    std::memcpy(out, in, size_t(n) * byteSize(from));
+    return;
+  }
+  if (from == DataType::kFloat32 && narrow(to)) {
+    const float* src = static_cast<const float*>(in);
+    auto* dst = static_cast<uint16_t*>(out);
+    const bool half = to == DataType::kFloat16;
+    kernels::parallelFor(n, 1 << 14, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dst[i] = half ? Float16::fromFloat(src[i]) : BFloat16::fromFloat(src[i]);
+    });
+    return;
+  }
+  if (narrow(from) && to == DataType::kFloat32) {
+    const auto* src = static_cast<const uint16_t*>(in);
+    float* dst = static_cast<float*>(out);
+    const bool half = from == DataType::kFloat16;
+    kernels::parallelFor(n, 1 << 14, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dst[i] = half ? Float16::toFloat(src[i]) : float(BFloat16::fromBits(src[i]));
+    });
+    return;
+  }
+  throw Error(ErrorCode::kInternal, "no float storage conversion from " + std::string(toString(from)) + " to " +
+                                        std::string(toString(to)));
 }
 
 HostTensor roundThrough(const HostTensor& t, DataType storage) {

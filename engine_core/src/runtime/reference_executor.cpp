@@ -1,7 +1,7 @@
 #include <kiln/error.h>
 #include <kiln/reference_executor.h>
 
-#include "layer_runner.h"
+#include "host_execution.h"
 #include "subgraph_cache.h"
 
 #include <chrono>

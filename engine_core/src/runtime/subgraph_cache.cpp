@@ -1,9 +1,21 @@
 #include "subgraph_cache.h"
 
-#include "layer_runner.h"
-
 namespace kiln {
 namespace {
+
+// For each tensor the last step (index into `order`) that reads it, directly or from a subgraph;
+// graph outputs live to the end (order.size()).
+std::unordered_map<std::string, size_t> lastUseSteps(const Network& network, const std::vector<size_t>& order) {
+  std::unordered_map<std::string, size_t> lastUse;
+  for (size_t step = 0; step < order.size(); ++step) {
+    const Layer& layer = network.layers()[order[step]];
+    for (const auto& in : layer.inputs) lastUse[in] = step;
+    for (const auto& ref : subgraphReferences(layer)) lastUse[ref] = step;  // subgraphs read outer tensors implicitly
+  }
+  for (const auto& out : network.outputs()) lastUse[out] = order.size();
+  return lastUse;
+}
+
 
 // Enough for every shape a real model's control flow sees; beyond it (shapes that change on every
 // run) the entries are dropped rather than grown without bound.

@@ -37,7 +37,8 @@ class SubgraphInferenceCache {
   std::unordered_map<const Layer*, LayerEntry> layers_;
 };
 
-// A graph's layer order and each tensor's last reader (see lastUseSteps).
+// A graph's layer order and, for each tensor, the last step (index into order) that reads it,
+// directly or from a subgraph; graph outputs live to the end (order.size()).
 struct GraphSchedule {
   std::vector<size_t> order;
   std::unordered_map<std::string, size_t> lastUse;

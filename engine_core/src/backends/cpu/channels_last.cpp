@@ -4,6 +4,8 @@
 #include "../../runtime/subgraph_cache.h"
 #include "cpu_kernel.h"
 
+#include <kernels/cpu/common/parallel.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -46,18 +48,28 @@ std::unordered_map<std::string, TensorFormat> channelsLastTensors(const Network&
   return formats;
 }
 
+void relayoutChannels(const void* in, void* out, int64_t n, int64_t c, int64_t plane, size_t element,
+                      bool toChannelsLast) {
+  const char* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  kernels::parallelFor(n * plane, 1024, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / plane, p = row % plane;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const size_t linear = size_t((b * c + ch) * plane + p) * element;
+        const size_t channelsLast = size_t((b * plane + p) * c + ch) * element;
+        if (toChannelsLast) std::memcpy(dst + channelsLast, src + linear, element);
+        else std::memcpy(dst + linear, src + channelsLast, element);
+      }
+    }
+  });
+}
+
 HostTensor channelsLastToLinear(const HostTensor& nhwc) {
   const auto& d = nhwc.dims();  // N, C, H, W (the logical dims)
   HostTensor out(nhwc.dtype(), d);
-  const int64_t n = d.at(0), c = d.at(1), plane = d.at(2) * d.at(3);
   const size_t element = nhwc.byteSize() / size_t(std::max<int64_t>(1, nhwc.elementCount()));
-  const char* in = static_cast<const char*>(nhwc.rawData());
-  char* o = static_cast<char*>(out.rawData());
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t p = 0; p < plane; ++p)
-      for (int64_t ch = 0; ch < c; ++ch)
-        std::memcpy(o + size_t((b * c + ch) * plane + p) * element, in + size_t((b * plane + p) * c + ch) * element,
-                    element);
+  relayoutChannels(nhwc.rawData(), out.rawData(), d.at(0), d.at(1), d.at(2) * d.at(3), element, false);
   return out;
 }
 

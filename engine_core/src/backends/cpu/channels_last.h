@@ -19,6 +19,11 @@ std::unordered_map<std::string, TensorFormat> channelsLastTensors(const Network&
                                                                   const std::vector<std::string>& tactics,
                                                                   const std::vector<Precision>& precisions);
 
+// Copies an [N, C, plane] (linear) tensor into [N, plane, C] (channels-last) order, or back, for
+// elements of `element` bytes.
+void relayoutChannels(const void* in, void* out, int64_t n, int64_t c, int64_t plane, size_t element,
+                      bool toChannelsLast);
+
 // An NHWC tensor's values in the linear (NCHW) order of its dims.
 HostTensor channelsLastToLinear(const HostTensor& nhwc);
 

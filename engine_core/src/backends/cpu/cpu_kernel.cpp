@@ -1,9 +1,11 @@
 #include "cpu_kernel.h"
 
 #include "../../ops/op_families.h"
+#include "../../ops/op_schema.h"
 #include "dispatch.h"
 
 #include <cstring>
+#include <new>
 
 namespace kiln {
 
@@ -81,11 +83,26 @@ void KernelContext::fail(const std::string& why) const {
   throw Error(ErrorCode::kRuntimeError, layer_.describe() + ": " + why);
 }
 
-namespace {
-std::string key(const std::string& domain, const std::string& opType) {
-  return (domain == "ai.onnx" ? std::string() : domain) + "::" + opType;
+void runKernel(const CpuKernelFn& kernel, KernelContext& ctx) {
+  try {
+    kernel(ctx);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    ctx.fail("out of memory");
+  } catch (const std::exception& e) {
+    ctx.fail(e.what());
+  }
 }
-}  // namespace
+
+const CpuKernelFn& cpuKernelFor(const Layer& layer) {
+  const CpuKernelFn* kernel = CpuKernelRegistry::instance().find(layer.domain, layer.opType);
+  if (!kernel || !OpSchemaRegistry::instance().find(layer.domain, layer.opType))
+    throw Error(ErrorCode::kUnsupported, layer.describe() + ": op '" + layer.opType + "' (domain '" +
+                                             (layer.domain.empty() ? "ai.onnx" : layer.domain) +
+                                             "') is not supported by the CPU backend");
+  return *kernel;
+}
 
 const CpuKernelRegistry& CpuKernelRegistry::instance() {
   static const CpuKernelRegistry registry = [] {
@@ -98,23 +115,15 @@ const CpuKernelRegistry& CpuKernelRegistry::instance() {
   return registry;
 }
 
-const CpuKernelFn* CpuKernelRegistry::find(const std::string& domain, const std::string& opType) const {
-  auto it = kernels_.find(key(domain, opType));
-  return it == kernels_.end() ? nullptr : &it->second;
-}
-
-void CpuKernelRegistry::add(const std::string& domain, const std::string& opType, CpuKernelFn fn) {
-  kernels_[key(domain, opType)] = std::move(fn);
-}
-
 void CpuKernelRegistry::addTactic(const std::string& domain, const std::string& opType, CpuTactic tactic) {
-  tactics_[key(domain, opType)].push_back(std::move(tactic));
+  if (auto* list = tactics_.find(domain, opType)) list->push_back(std::move(tactic));
+  else tactics_.add(domain, opType, {std::move(tactic)});
 }
 
 const std::vector<CpuTactic>& CpuKernelRegistry::tactics(const std::string& domain, const std::string& opType) const {
   static const std::vector<CpuTactic> none;
-  auto it = tactics_.find(key(domain, opType));
-  return it == tactics_.end() ? none : it->second;
+  const auto* list = tactics_.find(domain, opType);
+  return list ? *list : none;
 }
 
 const CpuTactic* CpuKernelRegistry::findTactic(const std::string& domain, const std::string& opType,

@@ -5,6 +5,7 @@
 #include <kiln/error.h>
 #include <kiln/network.h>
 
+#include "../../common/registry.h"
 #include "../backend.h"
 
 #include <functional>
@@ -15,9 +16,11 @@
 
 namespace kiln {
 
+// Runs a subgraph attribute (If/Loop/Scan bodies) on the given inputs.
+using SubgraphRunner = std::function<std::vector<Value>(const Network&, const std::vector<Value>&)>;
+
 class KernelContext {
  public:
-  using SubgraphRunner = kiln::SubgraphRunner;
 
   KernelContext(const Layer& layer, std::vector<const Value*> inputs, std::vector<Tensor> inferred,
                 SubgraphRunner subgraphRunner);
@@ -44,10 +47,10 @@ class KernelContext {
   HostTensor& allocateZeroedOutput(size_t i, DataType dtype, std::vector<int64_t> dims);
   void setOutput(size_t i, HostTensor tensor);  // e.g. a reshaped view of an input
   void setOutputValue(size_t i, Value value);
-  // Where allocateOutput takes memory from (the engine's activation arena); returning an empty
-  // tensor falls back to a fresh allocation.
-  using OutputAllocator = kiln::OutputAllocator;
-  void setOutputAllocator(OutputAllocator allocator) { allocator_ = std::move(allocator); }
+  // Where allocateOutput takes memory from (the memory a step's output is bound to); returning an
+  // empty tensor falls back to a fresh allocation.
+  using OutputMemory = std::function<HostTensor(size_t index, DataType dtype, const std::vector<int64_t>& dims)>;
+  void setOutputAllocator(OutputMemory allocator) { allocator_ = std::move(allocator); }
   // Scratch memory of at least `bytes`: the step's workspace when it is large enough, else a buffer
   // this context owns (so kernels run without a planned workspace too, e.g. in the reference).
   void* workspace(uint64_t bytes);
@@ -70,13 +73,16 @@ class KernelContext {
   std::vector<Tensor> inferred_;
   std::vector<Value> outputs_;
   SubgraphRunner subgraphRunner_;
-  OutputAllocator allocator_;
+  OutputMemory allocator_;
   void* workspace_ = nullptr;
   uint64_t workspaceBytes_ = 0;
   std::unique_ptr<float[]> ownedWorkspace_;
 };
 
 using CpuKernelFn = std::function<void(KernelContext&)>;
+
+// Runs the kernel; failures become kiln::Errors naming the layer (out of memory included).
+void runKernel(const CpuKernelFn& kernel, KernelContext& ctx);
 
 // One implementation of an op that has several (e.g. direct vs GEMM convolution), under a stable
 // tactic id ("cpu.conv.im2col_gemm"); the builder times those that apply and the plan names its
@@ -96,12 +102,20 @@ struct CpuTactic {
   bool channelsLast = false;
 };
 
+// The reference kernel for `layer` (tactics are instantiated by the CPU backend); throws
+// kUnsupported naming the layer.
+const CpuKernelFn& cpuKernelFor(const Layer& layer);
+
 class CpuKernelRegistry {
  public:
   static const CpuKernelRegistry& instance();
   // The op's reference kernel (what the ReferenceExecutor runs, and the engine for ops without tactics).
-  const CpuKernelFn* find(const std::string& domain, const std::string& opType) const;
-  void add(const std::string& domain, const std::string& opType, CpuKernelFn fn);
+  const CpuKernelFn* find(const std::string& domain, const std::string& opType) const {
+    return kernels_.find(domain, opType);
+  }
+  void add(const std::string& domain, const std::string& opType, CpuKernelFn fn) {
+    kernels_.add(domain, opType, std::move(fn));
+  }
   void add(const std::string& opType, CpuKernelFn fn) { add("", opType, std::move(fn)); }
   // Tactics are listed in the order added: put the best general guess first.
   void addTactic(const std::string& domain, const std::string& opType, CpuTactic tactic);
@@ -109,8 +123,8 @@ class CpuKernelRegistry {
   const CpuTactic* findTactic(const std::string& domain, const std::string& opType, const std::string& tacticId) const;
 
  private:
-  std::unordered_map<std::string, CpuKernelFn> kernels_;
-  std::unordered_map<std::string, std::vector<CpuTactic>> tactics_;
+  OpRegistry<CpuKernelFn> kernels_;
+  OpRegistry<std::vector<CpuTactic>> tactics_;
 };
 
 }  // namespace kiln

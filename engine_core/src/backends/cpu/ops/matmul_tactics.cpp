@@ -7,7 +7,7 @@
 #include <kernels/cpu/gemm/onednn_matmul.h>
 
 #include "../../../ops/fused.h"
-#include "../../../runtime/layer_runner.h"
+#include "../../../runtime/host_execution.h"
 #include "fused_epilogue.h"
 
 #include <optional>

@@ -8,7 +8,7 @@
 #include <kernels/cpu/pool/onednn_pool.h>
 
 #include "../../../ops/conv_pool_window.h"
-#include "../../../runtime/layer_runner.h"
+#include "../../../runtime/host_execution.h"
 #include "../cpu_kernel.h"
 
 #include <optional>

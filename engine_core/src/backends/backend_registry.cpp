@@ -1,0 +1,47 @@
+#include "backend_registry.h"
+
+#include <kiln/error.h>
+
+#include "test_device/test_device_backend.h"
+
+namespace kiln {
+
+BackendRegistry::BackendRegistry() {
+  factories_.add("cpu", [] { return std::shared_ptr<const Backend>(makeCpuBackend()); });
+  factories_.add("cpu-device", [] { return std::shared_ptr<const Backend>(makeTestDeviceBackend()); });
+  factories_.add("cuda", []() -> std::shared_ptr<const Backend> {
+    throw Error(ErrorCode::kUnsupported, "this Kiln was built without the CUDA backend; use --backend cpu, or build "
+                                         "Kiln on a machine with the CUDA toolkit");
+  });
+}
+
+BackendRegistry& BackendRegistry::instance() {
+  static BackendRegistry registry;
+  return registry;
+}
+
+std::shared_ptr<const Backend> BackendRegistry::get(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  if (const auto* made = made_.find(name)) return *made;
+  const Factory* factory = factories_.find(name);
+  if (!factory) {
+    std::string known;
+    for (const auto& key : factories_.keys()) known += (known.empty() ? "" : ", ") + key;
+    throw Error(ErrorCode::kUnsupported, "there is no backend '" + name + "' (Kiln has " + known + ")");
+  }
+  std::shared_ptr<const Backend> backend = (*factory)();
+  made_.add(name, backend);
+  return backend;
+}
+
+std::vector<std::string> BackendRegistry::names() const {
+  std::lock_guard lock(mutex_);
+  return factories_.keys();
+}
+
+void BackendRegistry::add(const std::string& name, Factory factory) {
+  std::lock_guard lock(mutex_);
+  factories_.add(name, std::move(factory));
+}
+
+}  // namespace kiln
