@@ -36,32 +36,19 @@ std::vector<int64_t> normalised(std::vector<int64_t> v, int64_t dim) {
 template <class Fn>
 void withCpuNumeric(ElementType type, Fn&& fn) {
   switch (type) {
-    case ElementType::kFloat32:
-      return fn(float{});
-    case ElementType::kFloat64:
-      return fn(double{});
-    case ElementType::kFloat16:
-      return fn(cpu::Float16{});
-    case ElementType::kBFloat16:
-      return fn(cpu::BFloat16{});
-    case ElementType::kInt8:
-      return fn(int8_t{});
-    case ElementType::kInt16:
-      return fn(int16_t{});
-    case ElementType::kInt32:
-      return fn(int32_t{});
-    case ElementType::kInt64:
-      return fn(int64_t{});
-    case ElementType::kUInt8:
-      return fn(uint8_t{});
-    case ElementType::kUInt16:
-      return fn(uint16_t{});
-    case ElementType::kUInt32:
-      return fn(uint32_t{});
-    case ElementType::kUInt64:
-      return fn(uint64_t{});
-    default:
-      FAIL() << "not numeric: " << toString(type);
+    case ElementType::kFloat32: return fn(float{});
+    case ElementType::kFloat64: return fn(double{});
+    case ElementType::kFloat16: return fn(cpu::Float16{});
+    case ElementType::kBFloat16: return fn(cpu::BFloat16{});
+    case ElementType::kInt8: return fn(int8_t{});
+    case ElementType::kInt16: return fn(int16_t{});
+    case ElementType::kInt32: return fn(int32_t{});
+    case ElementType::kInt64: return fn(int64_t{});
+    case ElementType::kUInt8: return fn(uint8_t{});
+    case ElementType::kUInt16: return fn(uint16_t{});
+    case ElementType::kUInt32: return fn(uint32_t{});
+    case ElementType::kUInt64: return fn(uint64_t{});
+    default: FAIL() << "not numeric: " << toString(type);
   }
 }
 
@@ -335,16 +322,11 @@ Bytes exactValues(ElementType type, int64_t count, uint32_t seed) {
 
 cpu::ScatterReduction cpuReduction(ScatterReduction r) {
   switch (r) {
-    case ScatterReduction::kAdd:
-      return cpu::ScatterReduction::kAdd;
-    case ScatterReduction::kMul:
-      return cpu::ScatterReduction::kMul;
-    case ScatterReduction::kMax:
-      return cpu::ScatterReduction::kMax;
-    case ScatterReduction::kMin:
-      return cpu::ScatterReduction::kMin;
-    default:
-      return cpu::ScatterReduction::kNone;
+    case ScatterReduction::kAdd: return cpu::ScatterReduction::kAdd;
+    case ScatterReduction::kMul: return cpu::ScatterReduction::kMul;
+    case ScatterReduction::kMax: return cpu::ScatterReduction::kMax;
+    case ScatterReduction::kMin: return cpu::ScatterReduction::kMin;
+    default: return cpu::ScatterReduction::kNone;
   }
 }
 
@@ -378,6 +360,12 @@ std::vector<int64_t> crowdedIndices(int64_t count, int64_t dim, uint32_t seed) {
   }
   return v;
 }
+
+constexpr ScatterReduction kReductions[] = {ScatterReduction::kNone, ScatterReduction::kAdd, ScatterReduction::kMul,
+                                            ScatterReduction::kMax, ScatterReduction::kMin};
+const ElementType kReductionTypes[] = {ElementType::kFloat32, ElementType::kFloat16, ElementType::kBFloat16,
+                                       ElementType::kFloat64, ElementType::kInt64,   ElementType::kInt32,
+                                       ElementType::kUInt8,   ElementType::kInt8,    ElementType::kUInt16};
 
 const std::vector<ElementsCase> kScatterElementsCases{{{7}, {11}, 0},
                                                       {{33, 8}, {40, 8}, 0},
@@ -436,6 +424,36 @@ TEST(CudaIndexingHost, ScatterReferencesAndLastWinsAgree) {
               indices.empty() ? 0 : size_t(countOf(c.data)) * 4);
     EXPECT_EQ(scatterElementsWorkspaceBytes(c.data, c.index, ScatterReduction::kAdd), 0u);
   }
+  // The reductions' references (exact on these values) against sequential double arithmetic.
+  for (const ElementsCase& c : kScatterElementsCases)
+    for (ScatterReduction reduction : kReductions)
+      for (ElementType type : kReductionTypes) {
+        if (reduction == ScatterReduction::kNone) continue;
+        SCOPED_TRACE("scatter_elements " + dimsText(c.data) + " reduction " + std::to_string(int(reduction)) + " " +
+                     toString(type));
+        const Bytes data = exactValues(type, countOf(c.data), 11), updates = exactValues(type, countOf(c.index), 12);
+        const std::vector<int64_t> indices = crowdedIndices(countOf(c.index), c.data[size_t(c.axis)], 13);
+        std::vector<int64_t> offsets(indices.size());
+        cpu::elementOffsets(c.data, c.index, indices.data(), c.axis, offsets.data());
+        std::vector<double> values = valuesOf(data, type);
+        const std::vector<double> u = valuesOf(updates, type);
+        for (size_t i = 0; i < offsets.size(); ++i) {
+          double& v = values[size_t(offsets[i])];
+          switch (reduction) {
+            case ScatterReduction::kAdd: v += u[i]; break;
+            case ScatterReduction::kMul: v *= u[i]; break;
+            case ScatterReduction::kMax: v = std::max(v, u[i]); break;
+            default: v = std::min(v, u[i]); break;
+          }
+        }
+        // Integers wrap on the way back, as the kernels' do.
+        Bytes expected(data.size());
+        for (size_t i = 0; i < values.size(); ++i)
+          storeBits(expected, type, int64_t(i),
+                    isFloatType(type) ? bitsOf(values[i], type)
+                                      : uint64_t(int64_t(std::fmod(values[i], 18446744073709551616.0))));
+        EXPECT_TRUE(sameElements(cpuScatter(data, updates, offsets, 1, reduction, type), expected, elementBytes(type)));
+      }
   for (const auto& [dataDims, indexDims] : kScatterNDCases) {
     SCOPED_TRACE("scatter_nd " + dimsText(dataDims) + " index " + dimsText(indexDims));
     const std::vector<int64_t> indices = repeatedTuples(dataDims, indexDims);
@@ -454,15 +472,7 @@ TEST(CudaIndexingHost, ScatterReferencesAndLastWinsAgree) {
   }
 }
 
-namespace {
-
-constexpr ScatterReduction kReductions[] = {ScatterReduction::kNone, ScatterReduction::kAdd, ScatterReduction::kMul,
-                                            ScatterReduction::kMax, ScatterReduction::kMin};
-const ElementType kReductionTypes[] = {ElementType::kFloat32, ElementType::kFloat16, ElementType::kBFloat16,
-                                       ElementType::kFloat64, ElementType::kInt64,   ElementType::kInt32,
-                                       ElementType::kUInt8,   ElementType::kInt8,    ElementType::kUInt16};
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(CudaIndexing, ScatterElementsMatchesTheCpuKernelWithDuplicates) {
   KILN_REQUIRE_GPU();

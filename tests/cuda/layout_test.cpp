@@ -424,14 +424,10 @@ Coords padOut(const PadCase& c) {
 
 cpu::PadMode cpuMode(PadMode mode) {
   switch (mode) {
-    case PadMode::kConstant:
-      return cpu::PadMode::kConstant;
-    case PadMode::kReflect:
-      return cpu::PadMode::kReflect;
-    case PadMode::kEdge:
-      return cpu::PadMode::kEdge;
-    case PadMode::kWrap:
-      return cpu::PadMode::kWrap;
+    case PadMode::kConstant: return cpu::PadMode::kConstant;
+    case PadMode::kReflect: return cpu::PadMode::kReflect;
+    case PadMode::kEdge: return cpu::PadMode::kEdge;
+    case PadMode::kWrap: return cpu::PadMode::kWrap;
   }
   return cpu::PadMode::kConstant;
 }

@@ -5,6 +5,7 @@
 #include "gpu_test_support.h"
 
 #include <kernels/cpu/common/numeric_types.h>
+#include <kernels/cpu/common/parallel.h>
 #include <kernels/cuda/common/element_type.h>
 
 #include <cuda_runtime.h>
@@ -23,6 +24,13 @@ namespace kiln::test {
 using kernels::cuda::elementBytes;
 using kernels::cuda::ElementType;
 using Bytes = std::vector<uint8_t>;
+
+// The CPU references here are small: run them on the calling thread, so that thousands of them do
+// not each wake (and leave spinning) OpenMP's team on a machine with few cores.
+inline const bool kSingleThreadedReferences = [] {
+  kernels::setCpuThreadCount(1);
+  return true;
+}();
 
 inline int64_t countOf(const std::vector<int64_t>& dims) {
   int64_t n = 1;
@@ -43,27 +51,19 @@ inline const std::vector<ElementType>& movementTypes() {
 inline uint64_t bitsOf(double value, ElementType type) {
   using namespace kernels;
   switch (type) {
-    case ElementType::kFloat32:
-      return floatBits(float(value));
+    case ElementType::kFloat32: return floatBits(float(value));
     case ElementType::kFloat64: {
       uint64_t u;
       std::memcpy(&u, &value, 8);
       return u;
     }
-    case ElementType::kFloat16:
-      return Float16(float(value)).bits;
-    case ElementType::kBFloat16:
-      return BFloat16(float(value)).bits;
-    case ElementType::kFloat8E4M3:
-      return Float8E4M3(float(value)).bits;
-    case ElementType::kFloat8E5M2:
-      return Float8E5M2(float(value)).bits;
-    case ElementType::kBool:
-      return value != 0;
-    case ElementType::kUInt64:
-      return uint64_t(value);
-    default:
-      return uint64_t(int64_t(value));
+    case ElementType::kFloat16: return Float16(float(value)).bits;
+    case ElementType::kBFloat16: return BFloat16(float(value)).bits;
+    case ElementType::kFloat8E4M3: return Float8E4M3(float(value)).bits;
+    case ElementType::kFloat8E5M2: return Float8E5M2(float(value)).bits;
+    case ElementType::kBool: return value != 0;
+    case ElementType::kUInt64: return uint64_t(value);
+    default: return uint64_t(int64_t(value));
   }
 }
 
@@ -77,35 +77,21 @@ inline double valueAt(const Bytes& data, ElementType type, int64_t i) {
     return v;
   };
   switch (type) {
-    case ElementType::kFloat32:
-      return load(float{});
-    case ElementType::kFloat64:
-      return load(double{});
-    case ElementType::kFloat16:
-      return Float16::toFloat(load(uint16_t{}));
-    case ElementType::kBFloat16:
-      return float(BFloat16::fromBits(load(uint16_t{})));
-    case ElementType::kFloat8E4M3:
-      return Float8E4M3::toFloat(load(uint8_t{}));
-    case ElementType::kFloat8E5M2:
-      return Float8E5M2::toFloat(load(uint8_t{}));
-    case ElementType::kInt8:
-      return load(int8_t{});
-    case ElementType::kInt16:
-      return load(int16_t{});
-    case ElementType::kInt32:
-      return load(int32_t{});
-    case ElementType::kInt64:
-      return double(load(int64_t{}));
+    case ElementType::kFloat32: return load(float{});
+    case ElementType::kFloat64: return load(double{});
+    case ElementType::kFloat16: return Float16::toFloat(load(uint16_t{}));
+    case ElementType::kBFloat16: return float(BFloat16::fromBits(load(uint16_t{})));
+    case ElementType::kFloat8E4M3: return Float8E4M3::toFloat(load(uint8_t{}));
+    case ElementType::kFloat8E5M2: return Float8E5M2::toFloat(load(uint8_t{}));
+    case ElementType::kInt8: return load(int8_t{});
+    case ElementType::kInt16: return load(int16_t{});
+    case ElementType::kInt32: return load(int32_t{});
+    case ElementType::kInt64: return double(load(int64_t{}));
     case ElementType::kUInt8:
-    case ElementType::kBool:
-      return load(uint8_t{});
-    case ElementType::kUInt16:
-      return load(uint16_t{});
-    case ElementType::kUInt32:
-      return load(uint32_t{});
-    case ElementType::kUInt64:
-      return double(load(uint64_t{}));
+    case ElementType::kBool: return load(uint8_t{});
+    case ElementType::kUInt16: return load(uint16_t{});
+    case ElementType::kUInt32: return load(uint32_t{});
+    case ElementType::kUInt64: return double(load(uint64_t{}));
   }
   return 0;
 }
@@ -141,12 +127,8 @@ inline Bytes randomElements(ElementType type, int64_t count, uint32_t seed) {
       case ElementType::kFloat16:
       case ElementType::kBFloat16:
       case ElementType::kFloat8E4M3:
-      case ElementType::kFloat8E5M2:
-        bits = bitsOf(real, type);
-        break;
-      case ElementType::kBool:
-        bits = rng() & 1;
-        break;
+      case ElementType::kFloat8E5M2: bits = bitsOf(real, type); break;
+      case ElementType::kBool: bits = rng() & 1; break;
       case ElementType::kInt8:
       case ElementType::kInt16:
       case ElementType::kInt32:
@@ -229,16 +211,11 @@ inline ::testing::AssertionResult sameElements(const Bytes& actual, const Bytes&
 // Per-precision tolerance on the relative L2 error of arithmetic results.
 inline double toleranceFor(ElementType type) {
   switch (type) {
-    case ElementType::kFloat64:
-      return 1e-12;
-    case ElementType::kFloat32:
-      return 1e-5;
-    case ElementType::kFloat16:
-      return 1e-3;
-    case ElementType::kBFloat16:
-      return 8e-3;
-    default:
-      return 0;
+    case ElementType::kFloat64: return 1e-12;
+    case ElementType::kFloat32: return 1e-5;
+    case ElementType::kFloat16: return 1e-3;
+    case ElementType::kBFloat16: return 8e-3;
+    default: return 0;
   }
 }
 
@@ -270,18 +247,10 @@ inline ::testing::AssertionResult closeValues(const std::vector<double>& actual,
 template <class Fn>
 void withStorage(size_t elementSize, Fn&& fn) {
   switch (elementSize) {
-    case 1:
-      fn(uint8_t{});
-      break;
-    case 2:
-      fn(uint16_t{});
-      break;
-    case 4:
-      fn(uint32_t{});
-      break;
-    default:
-      fn(uint64_t{});
-      break;
+    case 1: fn(uint8_t{}); break;
+    case 2: fn(uint16_t{}); break;
+    case 4: fn(uint32_t{}); break;
+    default: fn(uint64_t{}); break;
   }
 }
 

@@ -24,26 +24,16 @@ bool sameFloat(float a, float b) { return (std::isnan(a) && std::isnan(b)) || cp
 template <class Fn>
 void withCpuType(ElementType type, Fn&& fn) {
   switch (type) {
-    case ElementType::kFloat32:
-      return fn(float{});
-    case ElementType::kFloat64:
-      return fn(double{});
-    case ElementType::kFloat16:
-      return fn(cpu::Float16{});
-    case ElementType::kBFloat16:
-      return fn(cpu::BFloat16{});
-    case ElementType::kInt32:
-      return fn(int32_t{});
-    case ElementType::kInt8:
-      return fn(int8_t{});
-    case ElementType::kUInt8:
-      return fn(uint8_t{});
-    case ElementType::kInt16:
-      return fn(int16_t{});
-    case ElementType::kUInt16:
-      return fn(uint16_t{});
-    default:
-      FAIL() << "no CPU type for " << toString(type);
+    case ElementType::kFloat32: return fn(float{});
+    case ElementType::kFloat64: return fn(double{});
+    case ElementType::kFloat16: return fn(cpu::Float16{});
+    case ElementType::kBFloat16: return fn(cpu::BFloat16{});
+    case ElementType::kInt32: return fn(int32_t{});
+    case ElementType::kInt8: return fn(int8_t{});
+    case ElementType::kUInt8: return fn(uint8_t{});
+    case ElementType::kInt16: return fn(int16_t{});
+    case ElementType::kUInt16: return fn(uint16_t{});
+    default: FAIL() << "no CPU type for " << toString(type);
   }
 }
 
@@ -136,21 +126,11 @@ Bytes referenceQuantize(const std::vector<double>& x, ElementType xType, const s
       const double r = double(std::nearbyint(v / s)) + double(zi);  // exact in double
       double low = 0, high = 0;
       switch (yType) {
-        case ElementType::kInt8:
-          low = -128, high = 127;
-          break;
-        case ElementType::kUInt8:
-          low = 0, high = 255;
-          break;
-        case ElementType::kInt16:
-          low = -32768, high = 32767;
-          break;
-        case ElementType::kUInt16:
-          low = 0, high = 65535;
-          break;
-        default:
-          low = -2147483648.0, high = 2147483647.0;
-          break;
+        case ElementType::kInt8: low = -128, high = 127; break;
+        case ElementType::kUInt8: low = 0, high = 255; break;
+        case ElementType::kInt16: low = -32768, high = 32767; break;
+        case ElementType::kUInt16: low = 0, high = 65535; break;
+        default: low = -2147483648.0, high = 2147483647.0; break;
       }
       bits = uint64_t(int64_t(std::clamp(r, low, high)));
     }
@@ -382,24 +362,12 @@ TEST(CudaQuantHost, ExpectationsMatchTheCpuKernelAndTheKernelMath) {
       uint64_t z = 0;
       std::memcpy(&z, &zero[size_t(s) * elementBytes(r.yType)], elementBytes(r.yType));
       switch (r.yType) {
-        case ElementType::kInt8:
-          bits = uint8_t(quantizeToInteger<int8_t>(v, sc, int8_t(z)));
-          break;
-        case ElementType::kUInt8:
-          bits = quantizeToInteger<uint8_t>(v, sc, uint8_t(z));
-          break;
-        case ElementType::kInt16:
-          bits = uint16_t(quantizeToInteger<int16_t>(v, sc, int16_t(z)));
-          break;
-        case ElementType::kUInt16:
-          bits = quantizeToInteger<uint16_t>(v, sc, uint16_t(z));
-          break;
-        case ElementType::kInt32:
-          bits = uint32_t(quantizeToInteger<int32_t>(v, sc, int32_t(z)));
-          break;
-        default:
-          bits = quantizeToFloat8(v, sc, uint8_t(z), kindOf(r.yType), r.saturate);
-          break;
+        case ElementType::kInt8: bits = uint8_t(quantizeToInteger<int8_t>(v, sc, int8_t(z))); break;
+        case ElementType::kUInt8: bits = quantizeToInteger<uint8_t>(v, sc, uint8_t(z)); break;
+        case ElementType::kInt16: bits = uint16_t(quantizeToInteger<int16_t>(v, sc, int16_t(z))); break;
+        case ElementType::kUInt16: bits = quantizeToInteger<uint16_t>(v, sc, uint16_t(z)); break;
+        case ElementType::kInt32: bits = uint32_t(quantizeToInteger<int32_t>(v, sc, int32_t(z))); break;
+        default: bits = quantizeToFloat8(v, sc, uint8_t(z), kindOf(r.yType), r.saturate); break;
       }
       storeBits(emulated, r.yType, i, bits);
     }
@@ -433,24 +401,12 @@ TEST(CudaQuantHost, ExpectationsMatchTheCpuKernelAndTheKernelMath) {
       std::memcpy(&z, &zero[size_t(s) * elementBytes(r.xType)], elementBytes(r.xType));
       float v = 0;
       switch (r.xType) {
-        case ElementType::kInt8:
-          v = dequantizeInteger<int8_t>(int8_t(q), scales[size_t(s)], int8_t(z));
-          break;
-        case ElementType::kUInt8:
-          v = dequantizeInteger<uint8_t>(uint8_t(q), scales[size_t(s)], uint8_t(z));
-          break;
-        case ElementType::kInt16:
-          v = dequantizeInteger<int16_t>(int16_t(q), scales[size_t(s)], int16_t(z));
-          break;
-        case ElementType::kUInt16:
-          v = dequantizeInteger<uint16_t>(uint16_t(q), scales[size_t(s)], uint16_t(z));
-          break;
-        case ElementType::kInt32:
-          v = dequantizeInteger<int32_t>(int32_t(q), scales[size_t(s)], int32_t(z));
-          break;
-        default:
-          v = dequantizeFloat8(uint8_t(q), scales[size_t(s)], uint8_t(z), kindOf(r.xType));
-          break;
+        case ElementType::kInt8: v = dequantizeInteger<int8_t>(int8_t(q), scales[size_t(s)], int8_t(z)); break;
+        case ElementType::kUInt8: v = dequantizeInteger<uint8_t>(uint8_t(q), scales[size_t(s)], uint8_t(z)); break;
+        case ElementType::kInt16: v = dequantizeInteger<int16_t>(int16_t(q), scales[size_t(s)], int16_t(z)); break;
+        case ElementType::kUInt16: v = dequantizeInteger<uint16_t>(uint16_t(q), scales[size_t(s)], uint16_t(z)); break;
+        case ElementType::kInt32: v = dequantizeInteger<int32_t>(int32_t(q), scales[size_t(s)], int32_t(z)); break;
+        default: v = dequantizeFloat8(uint8_t(q), scales[size_t(s)], uint8_t(z), kindOf(r.xType)); break;
       }
       values.push_back(v);
     }

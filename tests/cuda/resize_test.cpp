@@ -129,20 +129,11 @@ Bytes cpuResize(const Bytes& in, const Shape& s, const std::vector<double>& roiS
                            options.extrapolationValue);
   };
   switch (type) {
-    case ElementType::kFloat32:
-      run(float{});
-      break;
-    case ElementType::kFloat64:
-      run(double{});
-      break;
-    case ElementType::kFloat16:
-      run(cpu::Float16{});
-      break;
-    case ElementType::kBFloat16:
-      run(cpu::BFloat16{});
-      break;
-    default:
-      ADD_FAILURE() << "no CPU interpolation for " << toString(type);
+    case ElementType::kFloat32: run(float{}); break;
+    case ElementType::kFloat64: run(double{}); break;
+    case ElementType::kFloat16: run(cpu::Float16{}); break;
+    case ElementType::kBFloat16: run(cpu::BFloat16{}); break;
+    default: ADD_FAILURE() << "no CPU interpolation for " << toString(type);
   }
   return out;
 }
@@ -239,6 +230,33 @@ TEST(CudaResizeHost, PlansMatchTheCpuKernel) {
     else
       EXPECT_TRUE(closeValues(valuesOf(actual, type), valuesOf(expected, type), 1e-5));
   });
+}
+
+// The GPU tests' CPU references for every dtype they use, against the plan run on the host.
+TEST(CudaResizeHost, ReferencesForEveryTestedTypeAgreeWithThePlan) {
+  int checked = 0;
+  forEachCase(false, [&](const std::string& name, const Shape& shape, const ResizeOptions& options,
+                         const std::vector<double>& roiStart, const std::vector<double>& roiEnd) {
+    if (&shape != &kShapes[1] && &shape != &kShapes[3]) return;  // a few shapes are enough here
+    const bool nearest = options.mode == ResizeMode::kNearest;
+    const std::vector<ElementType> types =
+        nearest ? movementTypes()
+                : std::vector<ElementType>{ElementType::kFloat16, ElementType::kBFloat16, ElementType::kFloat64};
+    for (ElementType type : types) {
+      SCOPED_TRACE(name + " " + toString(type));
+      const Bytes in = randomElements(type, countOf(shape.in), 4);
+      const auto plan = planResize(shape.in, shape.out, scalesOf(shape), roiStart, roiEnd, options);
+      ASSERT_TRUE(plan.has_value());
+      const Bytes expected = cpuResize(in, shape, roiStart, roiEnd, options, type);
+      const Bytes actual = emulateResize(in, *plan, options, type);
+      if (nearest)
+        EXPECT_TRUE(sameElements(actual, expected, elementBytes(type)));
+      else
+        EXPECT_TRUE(closeValues(valuesOf(actual, type), valuesOf(expected, type), std::max(1e-5, toleranceFor(type))));
+      ++checked;
+    }
+  });
+  EXPECT_GT(checked, 100);
 }
 
 TEST(CudaResizeHost, PlansFoldCopiedAxesIntoPlanes) {

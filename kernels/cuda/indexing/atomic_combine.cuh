@@ -21,29 +21,19 @@ __device__ __forceinline__ T combineValues(T a, T b, ScatterReduction op) {
     return fromCompute<T>(combineValues(toCompute(a), toCompute(b), op));
   } else if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
-      case ScatterReduction::kAdd:
-        return a + b;
-      case ScatterReduction::kMul:
-        return a * b;
-      case ScatterReduction::kMax:
-        return a < b ? b : a;
-      case ScatterReduction::kMin:
-        return b < a ? b : a;
-      default:
-        return b;
+      case ScatterReduction::kAdd: return a + b;
+      case ScatterReduction::kMul: return a * b;
+      case ScatterReduction::kMax: return a < b ? b : a;
+      case ScatterReduction::kMin: return b < a ? b : a;
+      default: return b;
     }
   } else {  // unsigned 64-bit arithmetic wraps like the narrower types, without signed overflow
     switch (op) {
-      case ScatterReduction::kAdd:
-        return T(uint64_t(a) + uint64_t(b));
-      case ScatterReduction::kMul:
-        return T(uint64_t(a) * uint64_t(b));
-      case ScatterReduction::kMax:
-        return a < b ? b : a;
-      case ScatterReduction::kMin:
-        return b < a ? b : a;
-      default:
-        return b;
+      case ScatterReduction::kAdd: return T(uint64_t(a) + uint64_t(b));
+      case ScatterReduction::kMul: return T(uint64_t(a) * uint64_t(b));
+      case ScatterReduction::kMax: return a < b ? b : a;
+      case ScatterReduction::kMin: return b < a ? b : a;
+      default: return b;
     }
   }
 }

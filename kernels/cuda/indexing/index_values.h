@@ -34,12 +34,9 @@ inline bool isIndexType(ElementType type) { return type == ElementType::kInt32 |
 template <class Fn>
 cudaError_t dispatchIndexType(ElementType type, Fn&& fn) {
   switch (type) {
-    case ElementType::kInt32:
-      return fn(int32_t{});
-    case ElementType::kInt64:
-      return fn(int64_t{});
-    default:
-      return cudaErrorInvalidValue;
+    case ElementType::kInt32: return fn(int32_t{});
+    case ElementType::kInt64: return fn(int64_t{});
+    default: return cudaErrorInvalidValue;
   }
 }
 

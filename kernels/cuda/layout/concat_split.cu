@@ -40,21 +40,11 @@ template <bool kSplit>
 __global__ void blockCopyKernel(void* joined, const __grid_constant__ BlockCopyLaunch launch) {
   const BlockPart& p = launch.parts[blockIdx.y];
   switch (p.unitBytes) {
-    case 16:
-      copyPartIn<uint4, kSplit>(joined, p, launch.outer);
-      break;
-    case 8:
-      copyPartIn<uint2, kSplit>(joined, p, launch.outer);
-      break;
-    case 4:
-      copyPartIn<uint32_t, kSplit>(joined, p, launch.outer);
-      break;
-    case 2:
-      copyPartIn<uint16_t, kSplit>(joined, p, launch.outer);
-      break;
-    default:
-      copyPartIn<uint8_t, kSplit>(joined, p, launch.outer);
-      break;
+    case 16: copyPartIn<uint4, kSplit>(joined, p, launch.outer); break;
+    case 8: copyPartIn<uint2, kSplit>(joined, p, launch.outer); break;
+    case 4: copyPartIn<uint32_t, kSplit>(joined, p, launch.outer); break;
+    case 2: copyPartIn<uint16_t, kSplit>(joined, p, launch.outer); break;
+    default: copyPartIn<uint8_t, kSplit>(joined, p, launch.outer); break;
   }
 }
 

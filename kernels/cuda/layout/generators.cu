@@ -66,20 +66,13 @@ cudaError_t rangeInteger(void* dst, int64_t count, int64_t start, int64_t delta,
 
 uint64_t oneBits(ElementType type) {
   switch (type) {
-    case ElementType::kFloat32:
-      return 0x3F800000u;
-    case ElementType::kFloat16:
-      return 0x3C00u;
-    case ElementType::kBFloat16:
-      return 0x3F80u;
-    case ElementType::kFloat64:
-      return 0x3FF0000000000000ull;
-    case ElementType::kFloat8E4M3:
-      return 0x38u;
-    case ElementType::kFloat8E5M2:
-      return 0x3Cu;
-    default:
-      return 1;  // integers and bool
+    case ElementType::kFloat32: return 0x3F800000u;
+    case ElementType::kFloat16: return 0x3C00u;
+    case ElementType::kBFloat16: return 0x3F80u;
+    case ElementType::kFloat64: return 0x3FF0000000000000ull;
+    case ElementType::kFloat8E4M3: return 0x38u;
+    case ElementType::kFloat8E5M2: return 0x3Cu;
+    default: return 1;  // integers and bool
   }
 }
 

@@ -38,12 +38,9 @@ struct PadGeometry {
     const Index n = srcDims[d], i = o - padsBegin[d];
     if (i >= 0 && i < n) return i;
     switch (mode) {
-      case PadMode::kConstant:
-        return -1;
-      case PadMode::kEdge:
-        return i < 0 ? 0 : n - 1;
-      case PadMode::kWrap:
-        return ((i % n) + n) % n;
+      case PadMode::kConstant: return -1;
+      case PadMode::kEdge: return i < 0 ? 0 : n - 1;
+      case PadMode::kWrap: return ((i % n) + n) % n;
       case PadMode::kReflect: {
         if (n == 1) return 0;
         const Index period = 2 * (n - 1), r = ((i % period) + period) % period;

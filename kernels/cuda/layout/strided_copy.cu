@@ -91,16 +91,11 @@ cudaError_t launchTransposeTiles(const void* src, void* dst, const TransposeTile
     return launchStatus();
   };
   switch (elementBytes) {
-    case 1:
-      return launch(uint8_t{});
-    case 2:
-      return launch(uint16_t{});
-    case 4:
-      return launch(uint32_t{});
-    case 8:
-      return launch(uint64_t{});
-    default:
-      return cudaErrorInvalidValue;
+    case 1: return launch(uint8_t{});
+    case 2: return launch(uint16_t{});
+    case 4: return launch(uint32_t{});
+    case 8: return launch(uint64_t{});
+    default: return cudaErrorInvalidValue;
   }
 }
 
@@ -110,12 +105,9 @@ cudaError_t copyStrided(const void* src, void* dst, const std::vector<int64_t>& 
   StridedCopyPlan plan;
   if (!planStridedCopy(dims, srcStrides, bytes, addressOf(src), addressOf(dst), plan)) return cudaErrorInvalidValue;
   switch (plan.kind) {
-    case StridedCopyPlan::Kind::kNothing:
-      return cudaSuccess;
-    case StridedCopyPlan::Kind::kUnits:
-      return launchUnits(src, dst, plan, stream);
-    case StridedCopyPlan::Kind::kTiles:
-      return launchTransposeTiles(src, dst, plan.tiles, bytes, stream);
+    case StridedCopyPlan::Kind::kNothing: return cudaSuccess;
+    case StridedCopyPlan::Kind::kUnits: return launchUnits(src, dst, plan, stream);
+    case StridedCopyPlan::Kind::kTiles: return launchTransposeTiles(src, dst, plan.tiles, bytes, stream);
   }
   return cudaErrorInvalidValue;
 }

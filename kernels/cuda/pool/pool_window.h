@@ -118,12 +118,8 @@ KILN_HD Pooled<Acc> poolAt(const PoolParams& P, int64_t linear, Load&& load) {
           case PoolKind::kMax:
             if (!r.any || v > r.value) r.value = v, bestAt = within;
             break;
-          case PoolKind::kAverage:
-            r.value += v;
-            break;
-          case PoolKind::kLp:
-            r.value += pow(fabs(v), power);
-            break;
+          case PoolKind::kAverage: r.value += v; break;
+          case PoolKind::kLp: r.value += pow(fabs(v), power); break;
         }
         r.any = true;
       }

@@ -129,10 +129,8 @@ struct QuantLayout {
   }
   KILN_HD int64_t scaleIndex(int64_t i) const {
     switch (granularity) {
-      case QuantGranularity::kPerTensor:
-        return 0;
-      case QuantGranularity::kPerAxis:
-        return i / inner % axisLen;
+      case QuantGranularity::kPerTensor: return 0;
+      case QuantGranularity::kPerAxis: return i / inner % axisLen;
       case QuantGranularity::kBlocked: {
         const int64_t k = i % inner, a = i / inner % axisLen, o = i / inner / axisLen;
         return (o * blocks() + a / blockSize) * inner + k;

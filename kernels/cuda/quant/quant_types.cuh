@@ -25,22 +25,14 @@ struct IsFloat8<Float8Storage<kKind>> : std::true_type {};
 template <class Fn>
 cudaError_t dispatchQuantized(ElementType type, Fn&& fn) {
   switch (type) {
-    case ElementType::kInt8:
-      return fn(int8_t{});
-    case ElementType::kUInt8:
-      return fn(uint8_t{});
-    case ElementType::kInt16:
-      return fn(int16_t{});
-    case ElementType::kUInt16:
-      return fn(uint16_t{});
-    case ElementType::kInt32:
-      return fn(int32_t{});
-    case ElementType::kFloat8E4M3:
-      return fn(Fp8E4M3{});
-    case ElementType::kFloat8E5M2:
-      return fn(Fp8E5M2{});
-    default:
-      return cudaErrorInvalidValue;
+    case ElementType::kInt8: return fn(int8_t{});
+    case ElementType::kUInt8: return fn(uint8_t{});
+    case ElementType::kInt16: return fn(int16_t{});
+    case ElementType::kUInt16: return fn(uint16_t{});
+    case ElementType::kInt32: return fn(int32_t{});
+    case ElementType::kFloat8E4M3: return fn(Fp8E4M3{});
+    case ElementType::kFloat8E5M2: return fn(Fp8E5M2{});
+    default: return cudaErrorInvalidValue;
   }
 }
 
@@ -50,12 +42,9 @@ struct ScaleReader {
 
   __device__ __forceinline__ float operator[](int64_t i) const {
     switch (type) {
-      case ElementType::kFloat16:
-        return __half2float(static_cast<const __half*>(data)[i]);
-      case ElementType::kBFloat16:
-        return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[i]);
-      default:
-        return static_cast<const float*>(data)[i];
+      case ElementType::kFloat16: return __half2float(static_cast<const __half*>(data)[i]);
+      case ElementType::kBFloat16: return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[i]);
+      default: return static_cast<const float*>(data)[i];
     }
   }
 };

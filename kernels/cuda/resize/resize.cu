@@ -72,24 +72,15 @@ uint64_t valueBits(float value, ElementType type) {
     return b;
   };
   switch (type) {
-    case ElementType::kFloat32:
-      return bits(value);
-    case ElementType::kFloat64:
-      return bits(double(value));
-    case ElementType::kFloat16:
-      return bits(__float2half_rn(value));
-    case ElementType::kBFloat16:
-      return bits(__float2bfloat16_rn(value));
-    case ElementType::kFloat8E4M3:
-      return bits(__nv_fp8_e4m3(value));
-    case ElementType::kFloat8E5M2:
-      return bits(__nv_fp8_e5m2(value));
-    case ElementType::kBool:
-      return value != 0;
-    case ElementType::kUInt64:
-      return uint64_t(value);
-    default:
-      return uint64_t(int64_t(value));  // truncated to the type's width by the caller
+    case ElementType::kFloat32: return bits(value);
+    case ElementType::kFloat64: return bits(double(value));
+    case ElementType::kFloat16: return bits(__float2half_rn(value));
+    case ElementType::kBFloat16: return bits(__float2bfloat16_rn(value));
+    case ElementType::kFloat8E4M3: return bits(__nv_fp8_e4m3(value));
+    case ElementType::kFloat8E5M2: return bits(__nv_fp8_e5m2(value));
+    case ElementType::kBool: return value != 0;
+    case ElementType::kUInt64: return uint64_t(value);
+    default: return uint64_t(int64_t(value));  // truncated to the type's width by the caller
   }
 }
 

@@ -58,21 +58,17 @@ struct AxisSampler {
   KILN_HD double sourceCoordinate(int64_t o) const {
     const double x = double(o), resized = productRn(scale, double(inSize));
     switch (coordinates) {
-      case ResizeCoordinateMode::kHalfPixel:
-        return (x + 0.5) / scale - 0.5;
+      case ResizeCoordinateMode::kHalfPixel: return (x + 0.5) / scale - 0.5;
       case ResizeCoordinateMode::kHalfPixelSymmetric: {
         const double adjustment = double(outSize) / resized;
         const double offset = productRn(double(inSize) / 2, 1 - adjustment);
         return offset + (x + 0.5) / scale - 0.5;
       }
-      case ResizeCoordinateMode::kPytorchHalfPixel:
-        return outSize > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+      case ResizeCoordinateMode::kPytorchHalfPixel: return outSize > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
       case ResizeCoordinateMode::kAlignCorners:
         return resized == 1 ? 0.0 : productRn(x, double(inSize - 1)) / (resized - 1);
-      case ResizeCoordinateMode::kAsymmetric:
-        return x / scale;
-      case ResizeCoordinateMode::kTfHalfPixelForNn:
-        return (x + 0.5) / scale;
+      case ResizeCoordinateMode::kAsymmetric: return x / scale;
+      case ResizeCoordinateMode::kTfHalfPixelForNn: return (x + 0.5) / scale;
       case ResizeCoordinateMode::kTfCropAndResize:
         if (outSize > 1)
           return productRn(roiStart, double(inSize - 1)) +
@@ -92,21 +88,11 @@ struct AxisSampler {
   KILN_HD int64_t nearestIndex(double x) const {
     double r = x;
     switch (nearest) {
-      case ResizeNearestMode::kRoundPreferFloor:
-        r = x == floor(x) + 0.5 ? floor(x) : round(x);
-        break;
-      case ResizeNearestMode::kRoundPreferCeil:
-        r = floor(x + 0.5);
-        break;
-      case ResizeNearestMode::kFloor:
-        r = floor(x);
-        break;
-      case ResizeNearestMode::kCeil:
-        r = ceil(x);
-        break;
-      case ResizeNearestMode::kSimple:
-        r = scale < 1 ? ceil(x) : floor(x);
-        break;
+      case ResizeNearestMode::kRoundPreferFloor: r = x == floor(x) + 0.5 ? floor(x) : round(x); break;
+      case ResizeNearestMode::kRoundPreferCeil: r = floor(x + 0.5); break;
+      case ResizeNearestMode::kFloor: r = floor(x); break;
+      case ResizeNearestMode::kCeil: r = ceil(x); break;
+      case ResizeNearestMode::kSimple: r = scale < 1 ? ceil(x) : floor(x); break;
     }
     return clampIndex(int64_t(r));
   }
