@@ -175,7 +175,8 @@ class DeviceBuffer {
     return static_cast<T*>(data_);
   }
   size_t bytes() const { return bytes_; }
-  void poison() { EXPECT_EQ(cudaMemset(data_, 0xFF, bytes_), cudaSuccess); }
+  void poison() { fill(0xFF); }
+  void fill(uint8_t byte) { EXPECT_EQ(cudaMemset(data_, byte, bytes_), cudaSuccess); }
   void upload(const Bytes& host) {
     EXPECT_EQ(host.size(), bytes_);
     EXPECT_EQ(cudaMemcpy(data_, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
@@ -205,6 +206,21 @@ inline ::testing::AssertionResult sameElements(const Bytes& actual, const Bytes&
       return ::testing::AssertionFailure() << "element " << i / elementSize << " of " << actual.size() / elementSize
                                            << " is 0x" << std::hex << a << ", expected 0x" << e;
     }
+  return ::testing::AssertionSuccess();
+}
+
+// Runs `launch` (which writes `out`) over 0xFF bytes and again over zero bytes and compares both
+// results bit-exact: an element the kernel skips cannot pass by happening to equal the poison.
+template <class Launch>
+::testing::AssertionResult writesEveryElement(DeviceBuffer& out, Launch&& launch, const Bytes& expected,
+                                              size_t elementSize) {
+  for (uint8_t poison : {uint8_t(0xFF), uint8_t(0)}) {
+    out.fill(poison);
+    if (const cudaError_t status = launch(); status != cudaSuccess)
+      return ::testing::AssertionFailure() << "launch failed: " << cudaGetErrorString(status);
+    if (auto same = sameElements(out.download(), expected, elementSize); !same)
+      return same << " (output poisoned with 0x" << std::hex << int(poison) << ")";
+  }
   return ::testing::AssertionSuccess();
 }
 

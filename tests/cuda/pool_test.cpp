@@ -77,11 +77,13 @@ const std::vector<PoolOp> kOps{{"max", PoolKind::kMax},
                                {"lp p=2", PoolKind::kLp, false, 2},
                                {"lp p=3", PoolKind::kLp, false, 3}};
 
-// The CPU kernel on channels-first float values; `indices` for max.
-std::vector<double> cpuPool(const PoolOp& op, const PoolWindow& w, int64_t planes, const std::vector<double>& x,
-                            std::vector<int64_t>* indices, bool columnMajor) {
-  const std::vector<float> in(x.begin(), x.end());
-  std::vector<float> out(size_t(planes * w.outSize()));
+// The CPU kernel on channels-first values, computing as the engine's CPU op does: in double for
+// float64 (`wide`), else in float; `indices` for max.
+template <class T>
+std::vector<double> cpuPoolAs(const PoolOp& op, const PoolWindow& w, int64_t planes, const std::vector<double>& x,
+                              std::vector<int64_t>* indices, bool columnMajor) {
+  const std::vector<T> in(x.begin(), x.end());
+  std::vector<T> out(static_cast<size_t>(planes * w.outSize()));
   const cpu::SpatialWindow s = cpuWindow(w);
   if (indices) indices->assign(out.size(), -1);
   switch (op.kind) {
@@ -92,6 +94,12 @@ std::vector<double> cpuPool(const PoolOp& op, const PoolWindow& w, int64_t plane
     case PoolKind::kLp: cpu::lpPool(s, planes, in.data(), out.data(), op.p); break;
   }
   return std::vector<double>(out.begin(), out.end());
+}
+
+std::vector<double> cpuPool(const PoolOp& op, const PoolWindow& w, int64_t planes, const std::vector<double>& x,
+                            std::vector<int64_t>* indices, bool columnMajor, bool wide = false) {
+  return wide ? cpuPoolAs<double>(op, w, planes, x, indices, columnMajor)
+              : cpuPoolAs<float>(op, w, planes, x, indices, columnMajor);
 }
 
 PoolParams paramsOf(const PoolOp& op, const PoolWindow& w, int64_t n, int64_t c, PoolLayout layout, bool columnMajor) {
@@ -109,12 +117,6 @@ PoolParams paramsOf(const PoolOp& op, const PoolWindow& w, int64_t n, int64_t c,
 
 std::vector<double> randomValues(int64_t count, uint32_t seed) {
   return valuesOf(randomElements(ElementType::kFloat32, count, seed), ElementType::kFloat32);
-}
-
-// Random inputs of `type` that float holds exactly (the CPU pools float64 through float).
-Bytes poolInput(ElementType type, int64_t count, uint32_t seed) {
-  if (type != ElementType::kFloat64) return randomElements(type, count, seed);
-  return fromValues(randomValues(count, seed), type);
 }
 
 }  // namespace
@@ -200,7 +202,7 @@ const ElementType kPoolFloatTypes[] = {ElementType::kFloat32, ElementType::kFloa
                                        ElementType::kFloat64};
 
 double tolerancePooling(ElementType type) {
-  return std::max(1e-5, toleranceFor(type));  // float64 too: the CPU pools it in float
+  return type == ElementType::kFloat64 ? 1e-10 : std::max(1e-5, toleranceFor(type));
 }
 
 // One windowed pool run of the GPU tests: its input bytes (in the run's layout) and what the CPU
@@ -234,10 +236,10 @@ void forEachWindowedRun(Fn&& fn) {
             r.name = wc.name + " " + op.name + " n " + std::to_string(n) + " c " + std::to_string(c) +
                      (last ? " channels-last " : " ") + toString(type);
             r.w = windowOf(wc);
-            const Bytes xBytes = poolInput(type, n * c * r.w.inSize(), 8);
+            const Bytes xBytes = randomElements(type, n * c * r.w.inSize(), 8);
             const std::vector<double> x = valuesOf(xBytes, type);  // as the CPU kernel sees them
-            r.expected =
-                cpuPool(op, r.w, n * c, x, op.kind == PoolKind::kMax ? &r.expectedIndices : nullptr, r.columnMajor);
+            r.expected = cpuPool(op, r.w, n * c, x, op.kind == PoolKind::kMax ? &r.expectedIndices : nullptr,
+                                 r.columnMajor, type == ElementType::kFloat64);
             if (last) {
               r.expected = toChannelsLast(r.expected, n, c, r.w.outSize());
               if (!r.expectedIndices.empty()) {
@@ -280,12 +282,17 @@ void forEachGlobalRun(Fn&& fn) {
               const bool last = layout == PoolLayout::kChannelsLast;
               r.name = "spatial " + std::to_string(spatial) + " n " + std::to_string(n) + " c " + std::to_string(c) +
                        " kind " + std::to_string(int(kind)) + (last ? " channels-last " : " ") + toString(type);
-              const Bytes xBytes = poolInput(type, n * c * spatial, 9);
+              const Bytes xBytes = randomElements(type, n * c * spatial, 9);
               const std::vector<double> x = valuesOf(xBytes, type);
-              const std::vector<float> xf(x.begin(), x.end());
-              std::vector<float> yf(static_cast<size_t>(n * c));
-              cpu::globalPool(cpuKind, n * c, spatial, xf.data(), yf.data(), r.p);
-              r.expected = valuesOf(fromValues({yf.begin(), yf.end()}, type), type);
+              auto reference = [&](auto tag) {  // double for float64, as the engine's CPU op computes
+                using T = decltype(tag);
+                const std::vector<T> in(x.begin(), x.end());
+                std::vector<T> out(static_cast<size_t>(n * c));
+                cpu::globalPool(cpuKind, n * c, spatial, in.data(), out.data(), r.p);
+                return std::vector<double>(out.begin(), out.end());
+              };
+              r.expected = valuesOf(
+                  fromValues(type == ElementType::kFloat64 ? reference(double{}) : reference(float{}), type), type);
               r.input = last ? fromValues(toChannelsLast(x, n, c, spatial), type) : xBytes;
               fn(r);
             }
