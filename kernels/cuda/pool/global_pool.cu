@@ -1,0 +1,141 @@
+#include "pool.h"
+
+#include <kernels/cuda/common/device_types.cuh>
+#include <kernels/cuda/common/launch.cuh>
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+
+namespace kiln::kernels::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kChannelsPerBlock = 32, kSpatialSlices = 8;  // channels-last blocks
+constexpr int64_t kBlockPerPlaneFrom = 1024;               // larger planes get a whole block each
+
+// What the global pools accumulate: the value (max), the value (average) or |x|^p (Lp).
+template <class Acc>
+struct GlobalReduce {
+  GlobalPoolKind kind;
+  Acc p;
+  int64_t spatial;
+
+  __device__ Acc init() const { return kind == GlobalPoolKind::kMax ? std::numeric_limits<Acc>::lowest() : Acc(0); }
+  __device__ Acc lift(Acc v) const { return kind == GlobalPoolKind::kLp ? pow(fabs(v), p) : v; }
+  __device__ Acc combine(Acc a, Acc b) const { return kind == GlobalPoolKind::kMax ? (a < b ? b : a) : a + b; }
+  __device__ Acc finish(Acc a) const {
+    if (kind == GlobalPoolKind::kAverage) return a / Acc(spatial);
+    if (kind == GlobalPoolKind::kLp) return pow(a, Acc(1) / p);
+    return a;
+  }
+  __device__ Acc warpReduce(Acc a) const {
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) a = combine(a, __shfl_xor_sync(0xFFFFFFFFu, a, offset));
+    return a;
+  }
+};
+
+template <class T>
+using GlobalAcc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+__device__ __forceinline__ T fromAcc(GlobalAcc<T> v) {
+  if constexpr (std::is_same_v<T, double>)
+    return v;
+  else
+    return fromCompute<T>(v);
+}
+
+// Channels-first, small planes: one warp per plane.
+template <class T>
+__global__ void planeWarpKernel(const T* __restrict__ x, T* __restrict__ y, int64_t planes,
+                                GlobalReduce<GlobalAcc<T>> r) {
+  const int lane = int(threadIdx.x) % kWarp;
+  const int64_t warps = int64_t(gridDim.x) * blockDim.x / kWarp;
+  // The loop bound is the same for a whole warp, so every lane reaches the shuffles.
+  for (int64_t plane = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; plane < planes; plane += warps) {
+    const T* in = x + plane * r.spatial;
+    GlobalAcc<T> acc = r.init();
+    for (int64_t i = lane; i < r.spatial; i += kWarp) acc = r.combine(acc, r.lift(GlobalAcc<T>(toCompute(in[i]))));
+    acc = r.warpReduce(acc);
+    if (lane == 0) y[plane] = fromAcc<T>(r.finish(acc));
+  }
+}
+
+// Channels-first, large planes: one block per plane.
+template <class T>
+__global__ void planeBlockKernel(const T* __restrict__ x, T* __restrict__ y, int64_t planes,
+                                 GlobalReduce<GlobalAcc<T>> r) {
+  __shared__ GlobalAcc<T> partial[kThreadsPerBlock / kWarp];
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp;
+  for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
+    const T* in = x + plane * r.spatial;
+    GlobalAcc<T> acc = r.init();
+    for (int64_t i = threadIdx.x; i < r.spatial; i += blockDim.x)
+      acc = r.combine(acc, r.lift(GlobalAcc<T>(toCompute(in[i]))));
+    acc = r.warpReduce(acc);
+    if (lane == 0) partial[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+      acc = lane < int(blockDim.x) / kWarp ? partial[lane] : r.init();
+      acc = r.warpReduce(acc);
+      if (lane == 0) y[plane] = fromAcc<T>(r.finish(acc));
+    }
+    __syncthreads();
+  }
+}
+
+// Channels-last: threads along x take neighbouring channels (coalesced), along y slices of the
+// spatial positions; the slices meet in shared memory.
+template <class T>
+__global__ void channelsLastKernel(const T* __restrict__ x, T* __restrict__ y, int64_t batch, int64_t channels,
+                                   GlobalReduce<GlobalAcc<T>> r) {
+  __shared__ GlobalAcc<T> partial[kSpatialSlices][kChannelsPerBlock + 1];
+  for (int64_t n = blockIdx.y; n < batch; n += gridDim.y) {
+    for (int64_t c0 = int64_t(blockIdx.x) * kChannelsPerBlock; c0 < channels;
+         c0 += int64_t(gridDim.x) * kChannelsPerBlock) {
+      const int64_t c = c0 + threadIdx.x;
+      GlobalAcc<T> acc = r.init();
+      if (c < channels)
+        for (int64_t s = threadIdx.y; s < r.spatial; s += kSpatialSlices)
+          acc = r.combine(acc, r.lift(GlobalAcc<T>(toCompute(x[(n * r.spatial + s) * channels + c]))));
+      partial[threadIdx.y][threadIdx.x] = acc;
+      __syncthreads();
+      if (threadIdx.y == 0 && c < channels) {
+        for (int slice = 1; slice < kSpatialSlices; ++slice) acc = r.combine(acc, partial[slice][threadIdx.x]);
+        y[n * channels + c] = fromAcc<T>(r.finish(acc));
+      }
+      __syncthreads();
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t globalPool(GlobalPoolKind kind, const void* x, void* y, int64_t batch, int64_t channels, int64_t spatial,
+                       float p, PoolLayout layout, ElementType type, cudaStream_t stream) {
+  if (batch < 0 || channels < 0 || spatial < 0 || (kind == GlobalPoolKind::kLp && !(p > 0)))
+    return cudaErrorInvalidValue;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    using Acc = GlobalAcc<T>;
+    const int64_t planes = batch * channels;
+    if (planes == 0) return cudaSuccess;
+    const GlobalReduce<Acc> r{kind, Acc(p), spatial};
+    const T* in = static_cast<const T*>(x);
+    T* out = static_cast<T*>(y);
+    if (layout == PoolLayout::kChannelsLast) {
+      const dim3 grid(unsigned(std::min<int64_t>((channels + kChannelsPerBlock - 1) / kChannelsPerBlock, 65535)),
+                      unsigned(std::min<int64_t>(batch, 65535)));
+      channelsLastKernel<T><<<grid, dim3(kChannelsPerBlock, kSpatialSlices), 0, stream>>>(in, out, batch, channels, r);
+    } else if (spatial >= kBlockPerPlaneFrom) {
+      planeBlockKernel<T>
+          <<<unsigned(std::min<int64_t>(planes, 65535 * 8)), kThreadsPerBlock, 0, stream>>>(in, out, planes, r);
+    } else {
+      planeWarpKernel<T><<<gridFor(planes * kWarp), kThreadsPerBlock, 0, stream>>>(in, out, planes, r);
+    }
+    return launchStatus();
+  });
+}
+
+}  // namespace kiln::kernels::cuda
