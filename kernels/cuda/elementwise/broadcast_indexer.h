@@ -7,6 +7,7 @@
 #include "kernels/cuda/common/tensor_geometry.h"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
