@@ -30,4 +30,12 @@ __device__ V blockFold(V value, V* shared, Op op) {
   return groupFold(value, shared, 0, int(threadIdx.x), int(blockDim.x), 1, op);
 }
 
+// Folds over the 32 lanes of a warp (all active); every lane gets the result. V is a type
+// __shfl_xor_sync takes (int, unsigned, long long, float, double, ...).
+template <class V, class Op>
+__device__ __forceinline__ V warpFold(V value, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2) value = op(value, __shfl_xor_sync(0xFFFFFFFFu, value, offset));
+  return value;
+}
+
 }  // namespace kiln::kernels::cuda
