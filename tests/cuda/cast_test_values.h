@@ -27,7 +27,7 @@ template <class To, class From>
 To bitCast(const From& v) {
   static_assert(sizeof(To) == sizeof(From));
   To out;
-  std::memcpy(&out, &v, sizeof out);
+  std::memcpy(static_cast<void*>(&out), static_cast<const void*>(&v), sizeof out);  // storage types alike
   return out;
 }
 

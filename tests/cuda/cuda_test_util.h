@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -78,11 +79,16 @@ std::vector<T> randomValues(int64_t n, double lo, double hi, uint32_t seed, bool
       while (avoidZero && std::fabs(toDouble(fromDouble<T>(x))) < 1e-3) x = dist(rng);
       v = fromDouble<T>(x);
     }
-  } else {
-    std::uniform_int_distribution<int64_t> dist(int64_t(std::ceil(lo)), int64_t(std::floor(hi)));
+  } else {  // bounds beyond T's range clamp to it
+    using Draw = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+    const Draw first = lo <= double(std::numeric_limits<T>::lowest()) ? Draw(std::numeric_limits<T>::lowest())
+                                                                      : Draw(std::ceil(lo));
+    const Draw last = hi >= double(std::numeric_limits<T>::max()) ? Draw(std::numeric_limits<T>::max())
+                                                                  : Draw(std::floor(hi));
+    std::uniform_int_distribution<Draw> dist(first, last);
     for (T& v : values) {
-      int64_t x = dist(rng);
-      while (avoidZero && x == 0 && (lo < 0 || hi > 0) && !(lo == 0 && hi == 0)) x = dist(rng);
+      Draw x = dist(rng);
+      while (avoidZero && x == 0 && first != last) x = dist(rng);
       v = T(x);
     }
   }

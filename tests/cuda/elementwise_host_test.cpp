@@ -332,7 +332,10 @@ template <class Base, class Exponent>
 void checkPowerPair() {
   const int64_t n = 500;
   constexpr bool kIntegerBase = std::is_integral_v<Base>, kIntegerExponent = std::is_integral_v<Exponent>;
-  std::vector<Base> base = kIntegerBase ? randomValues<Base>(n, -6, 6, 8, false) : randomValues<Base>(n, 0.1, 3, 8);
+  // Integer bases with float exponents stay positive: pow's NaN or infinity back to an integer is
+  // an undefined conversion on the CPU.
+  std::vector<Base> base = kIntegerBase ? randomValues<Base>(n, kIntegerExponent ? -6 : 1, 6, 8, false)
+                                        : randomValues<Base>(n, 0.1, 3, 8);
   std::vector<Exponent> exponent =
       kIntegerExponent ? randomValues<Exponent>(n, std::is_signed_v<Exponent> ? -3 : 0, 9, 9, false)
                        : randomValues<Exponent>(n, -2, 3, 9);

@@ -48,7 +48,9 @@ void checkLayerNorm(int64_t outer, int64_t inner, bool withBias, bool withResidu
   EXPECT_TRUE(closeTo(y.read<T>(), want, normTolerance<T>())) << what;
   EXPECT_TRUE(closeTo(mean.read<float>(), wantMean, 2e-5)) << what;
   EXPECT_TRUE(closeTo(invStd.read<float>(), wantInvStd, 2e-5)) << what;
-  if (withResidual) EXPECT_TRUE(closeTo(sum.read<T>(), normalised, 0)) << what;  // the same rounding as Add
+  if (withResidual) {
+    EXPECT_TRUE(closeTo(sum.read<T>(), normalised, 0)) << what;  // the same rounding as Add
+  }
 }
 
 template <class T>

@@ -221,3 +221,51 @@ TEST(CudaTopKKeys, SortLikeTheCpuComparator) {
   checkTopKKeys<uint32_t>(7);
   checkTopKKeys<uint64_t>(8);
 }
+
+namespace {
+
+// Runs the TopK kernels' network sequentially: every step's pairs are disjoint, so one at a time
+// gives what the parallel kernels give.
+void runTileSizes(TopKItem* items, int64_t count, int64_t origin, int64_t firstSize, int64_t lastSize) {
+  for (int64_t size = firstSize; size <= lastSize; size *= 2)
+    for (int64_t stride = firstTileStride(size, count); stride > 0; stride /= 2)
+      for (int64_t p = 0; p < count / 2; ++p) bitonicStep(items, origin, size, stride, p);
+}
+
+void runSchedule(std::vector<TopKItem>& items, int64_t padded) {
+  const int64_t total = int64_t(items.size());
+  for (const BitonicPass& pass : bitonicPasses(padded)) {
+    if (pass.inTiles) {
+      for (int64_t tile = 0; tile < total / kTopKTileItems; ++tile)
+        runTileSizes(items.data() + tile * kTopKTileItems, kTopKTileItems, (tile * kTopKTileItems) % padded,
+                     pass.firstSize, pass.lastSize);
+    } else {
+      for (int64_t p = 0; p < total / 2; ++p)
+        bitonicStep(items.data() + (p / (padded / 2)) * padded, 0, pass.size, pass.stride, p % (padded / 2));
+    }
+  }
+}
+
+}  // namespace
+
+TEST(CudaTopKKeys, TheKernelsScheduleSortsEveryLine) {
+  std::mt19937_64 rng(9);
+  for (int64_t padded : {int64_t(1), int64_t(2), int64_t(64), int64_t(2048)}) {  // one block in shared memory
+    std::vector<TopKItem> items;
+    for (int64_t i = 0; i < padded; ++i) items.push_back({rng() % 50, i});
+    runTileSizes(items.data(), padded, 0, 2, padded);
+    EXPECT_TRUE(std::is_sorted(items.begin(), items.end(), itemBefore)) << padded;
+  }
+  for (int64_t padded : {int64_t(4096), int64_t(8192), int64_t(32768)})
+    for (int64_t lines : {int64_t(1), int64_t(3)}) {
+      std::vector<TopKItem> items;
+      for (int64_t line = 0; line < lines; ++line)
+        for (int64_t i = 0; i < padded; ++i)
+          items.push_back(i < padded - 100 ? TopKItem{rng() % 1000, i} : kTopKSentinel);  // padding at the end
+      runSchedule(items, padded);
+      for (int64_t line = 0; line < lines; ++line) {
+        const auto begin = items.begin() + line * padded;
+        EXPECT_TRUE(std::is_sorted(begin, begin + padded, itemBefore)) << padded << " line " << line;
+      }
+    }
+}

@@ -83,10 +83,11 @@ void checkReduce(ReduceKind kind, const ReduceCase& c) {
   const double tolerance = std::is_same_v<T, float> && reducedCount(c) > 10000 ? 1e-4 : defaultTolerance<T>();
   EXPECT_TRUE(closeTo(output.read<T>(), want, tolerance))
       << toString(elementTypeOf<T>()) << " kind " << int(kind) << " dims " << dimsText(c.dims);
-  if (workspaceBytes > 0)
+  if (workspaceBytes > 0) {
     EXPECT_EQ(launchReduce(kind, input.data(), output.data(), c.dims, c.reduced, elementTypeOf<T>(), workspace.data(),
                            workspaceBytes - 1, nullptr),
               cudaErrorInvalidValue);
+  }
 }
 
 template <class T>

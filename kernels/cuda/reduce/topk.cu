@@ -11,7 +11,7 @@
 namespace kiln::kernels::cuda {
 namespace {
 
-constexpr int64_t kTileItems = 2048;
+constexpr int64_t kTileItems = kTopKTileItems;
 
 struct TopKShape {
   int64_t outer, n, inner, k;
@@ -26,25 +26,12 @@ struct TopKShape {
   }
 };
 
-// One compare-exchange of the bitonic network: items i < j, ascending where (position & size) is 0.
-__device__ __forceinline__ void compareExchange(TopKItem* items, int64_t i, int64_t j, bool ascending) {
-  const TopKItem a = items[i], b = items[j];
-  if (itemBefore(b, a) == ascending) {
-    items[i] = b;
-    items[j] = a;
-  }
-}
-
-// Sorts `count` (a power of two) items in shared memory; `origin` is the position of items[0] in
-// its line, which decides the directions of the last sizes when the items are one tile of a
-// longer line. With firstSize > 2 the items are already sorted up to that size's input.
+// Runs sizes firstSize..lastSize of the network on `count` (a power of two) items in shared
+// memory; `origin` is the position of items[0] in its line (a tile of a longer line).
 __device__ void bitonicInShared(TopKItem* items, int64_t count, int64_t origin, int64_t firstSize, int64_t lastSize) {
   for (int64_t size = firstSize; size <= lastSize; size *= 2)
-    for (int64_t stride = (size > count ? count : size) / 2; stride > 0; stride /= 2) {
-      for (int64_t p = threadIdx.x; p < count / 2; p += blockDim.x) {
-        const int64_t i = 2 * stride * (p / stride) + p % stride;
-        compareExchange(items, i, i + stride, ((origin + i) & size) == 0);
-      }
+    for (int64_t stride = firstTileStride(size, count); stride > 0; stride /= 2) {
+      for (int64_t p = threadIdx.x; p < count / 2; p += blockDim.x) bitonicStep(items, origin, size, stride, p);
       __syncthreads();
     }
 }
@@ -88,11 +75,12 @@ __global__ void __launch_bounds__(1024) sortTilesKernel(TopKItem* items, int64_t
   for (int64_t i = threadIdx.x; i < kTileItems; i += blockDim.x) base[i] = tile[i];
 }
 
-// One stride (at least a tile) of merge size `size`, over every line.
+// One stride (at least a tile) of merge size `size`, over every line: pair p of the whole array
+// is pair p % (padded / 2) of line p / (padded / 2).
 __global__ void mergeStrideKernel(TopKItem* items, int64_t total, int64_t padded, int64_t size, int64_t stride) {
   KILN_GRID_STRIDE_LOOP(p, total / 2) {
-    const int64_t i = 2 * stride * (p / stride) + p % stride;
-    compareExchange(items, i, i + stride, ((i % padded) & size) == 0);
+    const int64_t line = p / (padded / 2);
+    bitonicStep(items + line * padded, 0, size, stride, p % (padded / 2));
   }
 }
 
@@ -131,11 +119,12 @@ cudaError_t runTopK(const T* in, T* values, int64_t* indices, const TopKShape& s
   fillItemsKernel<<<gridFor(total), kThreadsPerBlock, 0, stream>>>(in, workspace, s);
   if (const cudaError_t status = launchStatus(); status != cudaSuccess) return status;
   const unsigned tiles = unsigned(total / kTileItems);
-  sortTilesKernel<<<tiles, 1024, 0, stream>>>(workspace, s.padded, 2, kTileItems);
-  for (int64_t size = 2 * kTileItems; size <= s.padded; size *= 2) {
-    for (int64_t stride = size / 2; stride >= kTileItems; stride /= 2)
-      mergeStrideKernel<<<gridFor(total / 2), kThreadsPerBlock, 0, stream>>>(workspace, total, s.padded, size, stride);
-    sortTilesKernel<<<tiles, 1024, 0, stream>>>(workspace, s.padded, size, size);
+  for (const BitonicPass& pass : bitonicPasses(s.padded)) {
+    if (pass.inTiles)
+      sortTilesKernel<<<tiles, 1024, 0, stream>>>(workspace, s.padded, pass.firstSize, pass.lastSize);
+    else
+      mergeStrideKernel<<<gridFor(total / 2), kThreadsPerBlock, 0, stream>>>(workspace, total, s.padded, pass.size,
+                                                                          pass.stride);
   }
   if (const cudaError_t status = launchStatus(); status != cudaSuccess) return status;
   gatherKernel<<<gridFor(lines * s.k), kThreadsPerBlock, 0, stream>>>(in, workspace, values, indices, s);
