@@ -24,10 +24,13 @@ void checkCastPairOnGpu() {
   for (int64_t offset : {int64_t(0), int64_t(1)}) {  // 1: the unpacked path
     if (offset >= n) continue;
     DeviceBuffer output(size_t(n) * sizeof(Dst));
-    ASSERT_TRUE(runPoisoned(output, [&] {
-      return launchCast(input.as<Src>() + offset, elementTypeOf<Src>(), output.as<Dst>() + offset,
-                        elementTypeOf<Dst>(), n - offset, nullptr);
-    }));
+    ASSERT_TRUE(runPoisoned(
+        output,
+        [&] {
+          return launchCast(input.as<Src>() + offset, elementTypeOf<Src>(), output.as<Dst>() + offset,
+                            elementTypeOf<Dst>(), n - offset, nullptr);
+        },
+        size_t(offset) * sizeof(Dst)));
     const std::vector<uint8_t> bytes = output.read<uint8_t>();
     for (int64_t i = offset; i < n; ++i) {
       Dst got;

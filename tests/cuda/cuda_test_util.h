@@ -149,35 +149,47 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// Runs `launch` (which writes `out`) twice, on `out` filled with 0xFF bytes and then with 0x5A
-// bytes; both runs must succeed and give the same bytes, so every byte of out was written (the
-// kernels are deterministic); the buffers keep the result. Extra buffers the launch writes
-// (statistics, indices) are checked the same way.
-inline ::testing::AssertionResult runPoisoned(const std::vector<const DeviceBuffer*>& outputs,
+// A buffer a launch writes, from byte `offset` on (the bytes before are not the launch's).
+struct WrittenRegion {
+  const DeviceBuffer* buffer;
+  size_t offset = 0;
+};
+
+// Runs `launch` twice, on its outputs filled with 0x5A bytes and then with 0xFF bytes; both runs
+// must succeed and give the same bytes, so every byte of each region was written (the kernels are
+// deterministic). The buffers keep the result.
+inline ::testing::AssertionResult runPoisoned(const std::vector<WrittenRegion>& outputs,
                                               const std::function<cudaError_t()>& launch) {
-  std::vector<std::vector<uint8_t>> second;
+  std::vector<std::vector<uint8_t>> first;
   for (uint8_t poison : {uint8_t(0x5A), uint8_t(0xFF)}) {
-    for (const DeviceBuffer* out : outputs) out->fill(poison);
+    for (const WrittenRegion& out : outputs) out.buffer->fill(poison);
     const cudaError_t launched = launch();
     if (launched != cudaSuccess) return ::testing::AssertionFailure() << "launch: " << cudaGetErrorString(launched);
     const cudaError_t synced = cudaDeviceSynchronize();
     if (synced != cudaSuccess) return ::testing::AssertionFailure() << "kernel: " << cudaGetErrorString(synced);
     if (poison == 0x5A) {
-      for (const DeviceBuffer* out : outputs) second.push_back(out->read<uint8_t>());
+      for (const WrittenRegion& out : outputs) first.push_back(out.buffer->read<uint8_t>());
       continue;
     }
     for (size_t k = 0; k < outputs.size(); ++k) {
-      const std::vector<uint8_t> first = outputs[k]->read<uint8_t>();
-      for (size_t i = 0; i < first.size(); ++i)
-        if (first[i] != second[k][i])
+      const std::vector<uint8_t> second = outputs[k].buffer->read<uint8_t>();
+      for (size_t i = outputs[k].offset; i < second.size(); ++i)
+        if (first[k][i] != second[i])
           return ::testing::AssertionFailure() << "output " << k << " byte " << i << " was not written (or the kernel "
                                                << "is not deterministic)";
     }
   }
   return ::testing::AssertionSuccess();
 }
-inline ::testing::AssertionResult runPoisoned(const DeviceBuffer& out, const std::function<cudaError_t()>& launch) {
-  return runPoisoned(std::vector<const DeviceBuffer*>{&out}, launch);
+inline ::testing::AssertionResult runPoisoned(const std::vector<const DeviceBuffer*>& outputs,
+                                              const std::function<cudaError_t()>& launch) {
+  std::vector<WrittenRegion> regions;
+  for (const DeviceBuffer* out : outputs) regions.push_back({out, 0});
+  return runPoisoned(regions, launch);
+}
+inline ::testing::AssertionResult runPoisoned(const DeviceBuffer& out, const std::function<cudaError_t()>& launch,
+                                              size_t offset = 0) {
+  return runPoisoned(std::vector<WrittenRegion>{{&out, offset}}, launch);
 }
 
 template <class T>

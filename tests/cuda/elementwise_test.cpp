@@ -54,9 +54,10 @@ void checkUnary(UnaryOp op, int64_t n, int64_t offset) {
   std::vector<T> want(in.size());
   kiln::kernels::unary<T>(op, in.data() + offset, want.data() + offset, n, params);
   DeviceBuffer input(in), output((n + offset) * sizeof(T));
-  ASSERT_TRUE(runPoisoned(output, [&] {
-    return launchUnary(op, input.as<T>() + offset, output.as<T>() + offset, n, elementTypeOf<T>(), params, nullptr);
-  }));
+  ASSERT_TRUE(runPoisoned(
+      output,
+      [&] { return launchUnary(op, input.as<T>() + offset, output.as<T>() + offset, n, elementTypeOf<T>(), params, nullptr); },
+      size_t(offset) * sizeof(T)));
   std::vector<T> got = output.read<T>();
   got.erase(got.begin(), got.begin() + offset);
   want.erase(want.begin(), want.begin() + offset);

@@ -215,7 +215,7 @@ void checkTopK(const LineCase& c, int64_t k) {
     std::vector<T> wantValues(static_cast<size_t>(outputs));
     std::vector<int64_t> wantIndices(static_cast<size_t>(outputs));
     kiln::kernels::topK<T>(in.data(), wantValues.data(), wantIndices.data(), c.outer, c.n, c.inner, k, largest);
-    ASSERT_TRUE(runPoisoned({&values, &indices}, [&] {
+    ASSERT_TRUE(runPoisoned(std::vector<WrittenRegion>{{&values}, {&indices}}, [&] {
       return launchTopK(input.data(), values.data(), indices.as<int64_t>(), c.outer, c.n, c.inner, k, largest,
                         elementTypeOf<T>(), workspace.data(), workspaceBytes, nullptr);
     }));
