@@ -72,7 +72,7 @@ std::vector<HostVectorElement<T>> castSources() {
     for (int i = 0; i < 4000; ++i) {
       const T v = bitCast<T>(Bits(rng()));
       values.push_back(v);
-      if constexpr (std::is_integral_v<T>) values.push_back(T(v >> (i % 60)));  // small magnitudes too
+      if constexpr (std::is_integral_v<T>) values.push_back(T(v >> (i % (8 * sizeof(T)))));  // small magnitudes too
     }
   }
   return values;

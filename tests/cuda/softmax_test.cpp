@@ -53,9 +53,10 @@ TEST(CudaSoftmax, EveryKindTypeAndShapeMatchesCpu) {
 
 TEST(CudaSoftmax, HardmaxOfLinesWithoutAFiniteMaximumIsIndexZero) {
   KILN_REQUIRE_GPU();
-  const std::vector<float> in{-INFINITY, -INFINITY, -INFINITY, NAN, -INFINITY, NAN};  // two lines of 3
+  // Two contiguous lines of 3, or three strided lines of 2.
+  const std::vector<float> in{-INFINITY, -INFINITY, -INFINITY, NAN, -INFINITY, NAN};
   for (int64_t inner : {int64_t(1), int64_t(3)}) {
-    const int64_t outer = inner == 1 ? 2 : 1, n = 3;
+    const int64_t outer = inner == 1 ? 2 : 1, n = inner == 1 ? 3 : 2;
     std::vector<float> want(in.size());
     kiln::kernels::softmax<float>(SoftmaxKind::kHardmax, in.data(), want.data(), outer, n, inner);
     DeviceBuffer input(in), output(in.size() * sizeof(float));
