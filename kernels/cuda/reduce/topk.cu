@@ -44,7 +44,7 @@ __device__ TopKItem itemOf(const T* in, const TopKShape& s, int64_t line, int64_
 
 // Short lines: one block per line, everything in shared memory.
 template <class T>
-__global__ void topKInSharedKernel(const T* in, T* values, int64_t* indices, TopKShape s) {
+__global__ void __launch_bounds__(1024) topKInSharedKernel(const T* in, T* values, int64_t* indices, TopKShape s) {
   extern __shared__ TopKItem items[];
   for (int64_t line = blockIdx.x; line < s.lines(); line += gridDim.x) {
     for (int64_t i = threadIdx.x; i < s.padded; i += blockDim.x) items[i] = itemOf(in, s, line, i);
