@@ -1,0 +1,163 @@
+#pragma once
+// The loops the elementwise launch functions share: out = f(inputs) over a BroadcastPlan. A simple
+// plan (inputs dense or one repeated element) runs over plain pointers in 16-byte packs where every
+// dense pointer is aligned (a scalar loop takes the rest); any other plan computes each input's
+// offset with the BroadcastIndexer. f takes and returns compute types (device_types.cuh); inputs
+// and outputs are storage types (bool as uint8_t).
+#include "broadcast_indexer.h"
+#include "kernels/cuda/common/device_types.cuh"
+#include "kernels/cuda/common/launch.cuh"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace kiln::kernels::cuda {
+
+template <class T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+// Elements per pack: 16 bytes of the widest type.
+template <class... T>
+constexpr int packWidth() {
+  constexpr size_t widest = std::max({sizeof(T)...});
+  return widest >= 16 ? 1 : int(16 / widest);
+}
+
+template <class Out, class V>
+__device__ __forceinline__ Out storeAs(V v) {
+  return fromCompute<Out>(static_cast<ComputeType<Out>>(v));
+}
+
+inline bool alignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// ---- one input, dense ----
+template <int W, class In, class Out, class F>
+__global__ void mapDenseKernel(const In* in, Out* out, int64_t n, bool packed, F f) {
+  const int64_t packs = packed ? n / W : 0;
+  KILN_GRID_STRIDE_LOOP(p, packs) {
+    const Pack<In, W> x = reinterpret_cast<const Pack<In, W>*>(in)[p];
+    Pack<Out, W> y;
+#pragma unroll
+    for (int k = 0; k < W; ++k) y.v[k] = storeAs<Out>(f(toCompute(x.v[k])));
+    reinterpret_cast<Pack<Out, W>*>(out)[p] = y;
+  }
+  for (int64_t i = packs * W + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(blockDim.x) * gridDim.x)
+    out[i] = storeAs<Out>(f(toCompute(in[i])));
+}
+
+template <class In, class Out, class F>
+cudaError_t mapDense(const In* in, Out* out, int64_t n, F f, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  constexpr int W = packWidth<In, Out>();
+  const bool packed = alignedTo(in, sizeof(In) * W) && alignedTo(out, sizeof(Out) * W);
+  mapDenseKernel<W><<<gridFor(packed ? n / W + 1 : n), kThreadsPerBlock, 0, stream>>>(in, out, n, packed, f);
+  return launchStatus();
+}
+
+// ---- two inputs, broadcast ----
+template <int W, class A, class B, class Out, class F>
+__global__ void mapPairSimpleKernel(const A* a, const B* b, Out* out, int64_t n, bool aOne, bool bOne, bool packed,
+                                    F f) {
+  const ComputeType<A> a0 = toCompute(a[0]);
+  const ComputeType<B> b0 = toCompute(b[0]);
+  const int64_t packs = packed ? n / W : 0;
+  KILN_GRID_STRIDE_LOOP(p, packs) {
+    Pack<A, W> x;
+    Pack<B, W> y;
+    if (!aOne) x = reinterpret_cast<const Pack<A, W>*>(a)[p];
+    if (!bOne) y = reinterpret_cast<const Pack<B, W>*>(b)[p];
+    Pack<Out, W> z;
+#pragma unroll
+    for (int k = 0; k < W; ++k) z.v[k] = storeAs<Out>(f(aOne ? a0 : toCompute(x.v[k]), bOne ? b0 : toCompute(y.v[k])));
+    reinterpret_cast<Pack<Out, W>*>(out)[p] = z;
+  }
+  for (int64_t i = packs * W + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(blockDim.x) * gridDim.x)
+    out[i] = storeAs<Out>(f(aOne ? a0 : toCompute(a[i]), bOne ? b0 : toCompute(b[i])));
+}
+
+template <class A, class B, class Out, class F>
+__global__ void mapPairIndexedKernel(const A* a, const B* b, Out* out, int64_t n, BroadcastIndexer<2> indexer, F f) {
+  KILN_GRID_STRIDE_LOOP(i, n) {
+    int64_t offsets[2];
+    indexer.offsets(i, offsets);
+    out[i] = storeAs<Out>(f(toCompute(a[offsets[0]]), toCompute(b[offsets[1]])));
+  }
+}
+
+template <class A, class B, class Out, class F>
+cudaError_t mapPair(const A* a, const B* b, Out* out, const BroadcastPlan<2>& plan, F f, cudaStream_t stream) {
+  const int64_t n = plan.count;
+  if (n == 0) return cudaSuccess;
+  if (!plan.simple) {
+    mapPairIndexedKernel<<<gridFor(n), kThreadsPerBlock, 0, stream>>>(a, b, out, n, plan.indexer, f);
+    return launchStatus();
+  }
+  constexpr int W = packWidth<A, B, Out>();
+  const bool aOne = plan.repeats[0], bOne = plan.repeats[1];
+  const bool packed = (aOne || alignedTo(a, sizeof(A) * W)) && (bOne || alignedTo(b, sizeof(B) * W)) &&
+                      alignedTo(out, sizeof(Out) * W);
+  mapPairSimpleKernel<W><<<gridFor(packed ? n / W + 1 : n), kThreadsPerBlock, 0, stream>>>(a, b, out, n, aOne, bOne,
+                                                                                         packed, f);
+  return launchStatus();
+}
+
+// ---- three inputs, broadcast ----
+template <int W, class A, class B, class C, class Out, class F>
+__global__ void mapTripleSimpleKernel(const A* a, const B* b, const C* c, Out* out, int64_t n, bool aOne, bool bOne,
+                                      bool cOne, bool packed, F f) {
+  const ComputeType<A> a0 = toCompute(a[0]);
+  const ComputeType<B> b0 = toCompute(b[0]);
+  const ComputeType<C> c0 = toCompute(c[0]);
+  const int64_t packs = packed ? n / W : 0;
+  KILN_GRID_STRIDE_LOOP(p, packs) {
+    Pack<A, W> x;
+    Pack<B, W> y;
+    Pack<C, W> z;
+    if (!aOne) x = reinterpret_cast<const Pack<A, W>*>(a)[p];
+    if (!bOne) y = reinterpret_cast<const Pack<B, W>*>(b)[p];
+    if (!cOne) z = reinterpret_cast<const Pack<C, W>*>(c)[p];
+    Pack<Out, W> result;
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      result.v[k] = storeAs<Out>(f(aOne ? a0 : toCompute(x.v[k]), bOne ? b0 : toCompute(y.v[k]),
+                                   cOne ? c0 : toCompute(z.v[k])));
+    reinterpret_cast<Pack<Out, W>*>(out)[p] = result;
+  }
+  for (int64_t i = packs * W + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(blockDim.x) * gridDim.x)
+    out[i] = storeAs<Out>(f(aOne ? a0 : toCompute(a[i]), bOne ? b0 : toCompute(b[i]), cOne ? c0 : toCompute(c[i])));
+}
+
+template <class A, class B, class C, class Out, class F>
+__global__ void mapTripleIndexedKernel(const A* a, const B* b, const C* c, Out* out, int64_t n,
+                                       BroadcastIndexer<3> indexer, F f) {
+  KILN_GRID_STRIDE_LOOP(i, n) {
+    int64_t offsets[3];
+    indexer.offsets(i, offsets);
+    out[i] = storeAs<Out>(f(toCompute(a[offsets[0]]), toCompute(b[offsets[1]]), toCompute(c[offsets[2]])));
+  }
+}
+
+template <class A, class B, class C, class Out, class F>
+cudaError_t mapTriple(const A* a, const B* b, const C* c, Out* out, const BroadcastPlan<3>& plan, F f,
+                      cudaStream_t stream) {
+  const int64_t n = plan.count;
+  if (n == 0) return cudaSuccess;
+  if (!plan.simple) {
+    mapTripleIndexedKernel<<<gridFor(n), kThreadsPerBlock, 0, stream>>>(a, b, c, out, n, plan.indexer, f);
+    return launchStatus();
+  }
+  constexpr int W = packWidth<A, B, C, Out>();
+  const bool aOne = plan.repeats[0], bOne = plan.repeats[1], cOne = plan.repeats[2];
+  const bool packed = (aOne || alignedTo(a, sizeof(A) * W)) && (bOne || alignedTo(b, sizeof(B) * W)) &&
+                      (cOne || alignedTo(c, sizeof(C) * W)) && alignedTo(out, sizeof(Out) * W);
+  mapTripleSimpleKernel<W><<<gridFor(packed ? n / W + 1 : n), kThreadsPerBlock, 0, stream>>>(
+      a, b, c, out, n, aOne, bOne, cOne, packed, f);
+  return launchStatus();
+}
+
+}  // namespace kiln::kernels::cuda
