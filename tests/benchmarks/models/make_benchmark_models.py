@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the CPU benchmark's models and their inputs (seeded, so every run measures the same thing).
 
-  /usr/bin/python3 tests/benchmarks/models/make_benchmark_models.py OUT_DIR
+  /usr/bin/python3 tests/benchmarks/models/make_benchmark_models.py OUT_DIR [--real-models CACHE_DIR]
 
 For each model NAME it writes OUT_DIR/NAME.onnx, one raw little-endian float32 file per input
 (OUT_DIR/NAME.input<i>.bin) and OUT_DIR/NAME.inputs.json listing them ({"inputs": [{name, dims,
@@ -12,9 +12,18 @@ file}]}), which both the Kiln benchmark and tests/benchmarks/ort_bench.js read.
   bert_tiny    BERT-like encoder, 4 layers, hidden 256, 4 heads, FFN 1024, seq 128, batch 1, in the
                exporters' decomposed form: LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div, GELU via Erf,
                attention through Reshape/Transpose/MatMul/Softmax with an additive mask.
+
+With --real-models CACHE_DIR (where scripts/fetch_test_models.sh put openWakeWord's trained models)
+it also copies those and writes their inputs; their dynamic batch is fixed by the input's dims:
+
+  owkw_embedding      openWakeWord's embedding CNN, one window [1, 76, 32, 1] (one streaming step)
+  owkw_embedding_b32  the same on 32 windows at once (offline scoring of ~3 s of audio)
+  owkw_melspec        openWakeWord's melspectrogram on 1 s of audio [1, 16000]
 """
+import argparse
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -175,11 +184,21 @@ def make_bert_tiny(layers=4, hidden=256, heads=4, ffn=1024, seq=128):
 MODELS = {"resnet18": make_resnet18, "bert_tiny": make_bert_tiny}
 
 
-def write(out_dir, name, graph, inputs):
-    model = helper.make_model(graph, producer_name="kiln-benchmarks", opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, os.path.join(out_dir, f"{name}.onnx"))
+# Trained models fetched into the cache: name -> (file, input name, the input's seeded values).
+# Timing does not depend on the values; they are kept in each model's working range: the embedding
+# model reads mel / 10 + 2 of 16-bit audio (about 4-12 on speech), the melspectrogram 16-bit audio.
+def real_inputs(seed, shape, low, high):
+    return np.random.default_rng(seed).uniform(low, high, shape).astype(np.float32)
+
+
+REAL_MODELS = {
+    "owkw_embedding": ("embedding_model.onnx", "input_1", lambda: real_inputs(1, (1, 76, 32, 1), 2.0, 12.0)),
+    "owkw_embedding_b32": ("embedding_model.onnx", "input_1", lambda: real_inputs(32, (32, 76, 32, 1), 2.0, 12.0)),
+    "owkw_melspec": ("melspectrogram.onnx", "input", lambda: real_inputs(16, (1, 16000), -3000.0, 3000.0)),
+}
+
+
+def write_inputs(out_dir, name, inputs):
     listing = []
     for index, (input_name, array) in enumerate(inputs.items()):
         file_name = f"{name}.input{index}.bin"
@@ -189,15 +208,32 @@ def write(out_dir, name, graph, inputs):
         json.dump({"inputs": listing}, f, indent=1)
 
 
+def write(out_dir, name, graph, inputs):
+    model = helper.make_model(graph, producer_name="kiln-benchmarks", opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(out_dir, f"{name}.onnx"))
+    write_inputs(out_dir, name, inputs)
+
+
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: {sys.argv[0]} OUT_DIR")
-    out_dir = sys.argv[1]
-    os.makedirs(out_dir, exist_ok=True)
+    parser = argparse.ArgumentParser(description="Writes the CPU benchmark's models and inputs.")
+    parser.add_argument("out_dir")
+    parser.add_argument("--real-models", metavar="CACHE_DIR", help="also the fetched trained models (owkw_*)")
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
     for name, make in MODELS.items():
         graph, inputs = make()
-        write(out_dir, name, graph, inputs)
-        print(f"wrote {os.path.join(out_dir, name + '.onnx')} ({len(graph.node)} nodes)")
+        write(args.out_dir, name, graph, inputs)
+        print(f"wrote {os.path.join(args.out_dir, name + '.onnx')} ({len(graph.node)} nodes)")
+    if args.real_models:
+        for name, (file, input_name, make_input) in REAL_MODELS.items():
+            source = os.path.join(args.real_models, file)
+            if not os.path.isfile(source):
+                sys.exit(f"{sys.argv[0]}: {source} is missing (run scripts/fetch_test_models.sh)")
+            shutil.copyfile(source, os.path.join(args.out_dir, f"{name}.onnx"))
+            write_inputs(args.out_dir, name, {input_name: make_input()})
+            print(f"wrote {os.path.join(args.out_dir, name + '.onnx')} (copy of {source})")
 
 
 if __name__ == "__main__":
