@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -14,6 +15,9 @@ std::shared_ptr<Engine> buildEngine(const Network& network, bool fp16,
                                     const std::vector<OptimizationProfile>& profiles) {
   BuilderConfig config;
   config.allowFP16 = fp16;
+  // KILN_TEST_BACKEND=cpu-device runs the same checks on the test device backend.
+  if (const char* backend = std::getenv("KILN_TEST_BACKEND"))
+    if (auto kind = parseBackendKind(backend)) config.backend = *kind;
   config.profiles = profiles;
   return Runtime().load(Builder().build(network, config).plan);
 }

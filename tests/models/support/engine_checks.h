@@ -22,8 +22,9 @@ using Tensors = std::map<std::string, HostTensor>;
 inline constexpr double kFp32Tolerance = 1e-5;
 inline constexpr double kFp16Tolerance = 1e-2;
 
-// An engine for `network` from kiln::Builder (CPU backend, default optimisation level), with fp16
-// allowed or not, for the given profiles; loaded back from its plan like an application would.
+// An engine for `network` from kiln::Builder (CPU backend, or the one KILN_TEST_BACKEND names;
+// default optimisation level), with fp16 allowed or not, for the given profiles; loaded back from
+// its plan like an application would.
 std::shared_ptr<Engine> buildEngine(const Network& network, bool fp16,
                                     const std::vector<OptimizationProfile>& profiles = {});
 
