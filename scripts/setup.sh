@@ -17,6 +17,8 @@ packages=(
   libqt6opengl6-dev  # Qt6Charts' CMake package needs Qt6OpenGL (a Recommends that --no-install-recommends skips)
   # packaging checks (desktop file, AppStream metadata, man pages; the .deb: file + dpkg-shlibdeps)
   desktop-file-utils appstream man-db file dpkg-dev
+  # staging the GPU bundle (scripts/gpu/stage_bundle.sh): binaries get RPATH $ORIGIN/../lib
+  patchelf
   # regenerating the bundled sample model (resources/models/make_sample_model.py)
   python3-onnx python3-numpy
   # real-model tests (tests/models): speech for the audio models

@@ -2,6 +2,7 @@
 // Helpers of the CUDA kernel tests: host tensors in the CPU kernels' element types (Float16,
 // BFloat16, ... as kernels/cpu uses them; bool tensors as uint8_t), seeded random data, device
 // buffers, launches on poisoned outputs, and per-precision comparison.
+#include "cuda/device_buffer.h"
 #include "cuda/gpu_test_support.h"
 
 #include <kernels/cpu/common/numeric_types.h>
@@ -107,47 +108,6 @@ inline int64_t elementCount(const std::vector<int64_t>& dims) {
   for (int64_t d : dims) n *= d;
   return n;
 }
-
-inline std::string dimsText(const std::vector<int64_t>& dims) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < dims.size(); ++i) s << (i ? "," : "") << dims[i];
-  s << "]";
-  return s.str();
-}
-
-// Device memory for a test; at least one byte, so an empty tensor still has a valid pointer.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (cudaMalloc(&data_, bytes ? bytes : 1) != cudaSuccess) data_ = nullptr;
-  }
-  template <class T>
-  explicit DeviceBuffer(const std::vector<T>& values) : DeviceBuffer(values.size() * sizeof(T)) {
-    if (data_ && bytes_) cudaMemcpy(data_, values.data(), bytes_, cudaMemcpyHostToDevice);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(data_); }
-
-  void* data() const { return data_; }
-  template <class T>
-  T* as() const { return static_cast<T*>(data_); }
-  size_t bytes() const { return bytes_; }
-  bool ok() const { return data_ != nullptr; }
-
-  void fill(uint8_t byte) const { cudaMemset(data_, byte, bytes_ ? bytes_ : 1); }
-  template <class T>
-  std::vector<T> read() const {
-    std::vector<T> values(bytes_ / sizeof(T));
-    if (bytes_) cudaMemcpy(values.data(), data_, bytes_, cudaMemcpyDeviceToHost);
-    return values;
-  }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 // A buffer a launch writes, from byte `offset` on (the bytes before are not the launch's).
 struct WrittenRegion {

@@ -2,6 +2,7 @@
 // Shared by the tests of the data movement, indexing, resize, pool and quant kernels: seeded random
 // tensors of any ElementType (as raw bytes), device buffers that start poisoned, and comparisons
 // (bit-exact for data movement, relative L2 for arithmetic; NaN never passes).
+#include "cuda/device_buffer.h"
 #include "gpu_test_support.h"
 
 #include <kernels/cpu/common/numeric_types.h>
@@ -157,43 +158,6 @@ inline Bytes indexBytes(const std::vector<int64_t>& values, ElementType type) {
   return data;
 }
 
-// Device memory for one test; starts poisoned with 0xFF bytes.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (cudaMalloc(&data_, std::max<size_t>(bytes, 16)) != cudaSuccess) ADD_FAILURE() << "cudaMalloc of " << bytes;
-    poison();
-  }
-  explicit DeviceBuffer(const Bytes& host) : DeviceBuffer(host.size()) { upload(host); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(data_); }
-
-  void* get() const { return data_; }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  size_t bytes() const { return bytes_; }
-  void poison() { fill(0xFF); }
-  void fill(uint8_t byte) { EXPECT_EQ(cudaMemset(data_, byte, bytes_), cudaSuccess); }
-  void upload(const Bytes& host) {
-    EXPECT_EQ(host.size(), bytes_);
-    EXPECT_EQ(cudaMemcpy(data_, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  // Waits for the device, then copies back (a kernel fault shows here).
-  Bytes download() const {
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
-    Bytes host(bytes_);
-    EXPECT_EQ(cudaMemcpy(host.data(), data_, bytes_, cudaMemcpyDeviceToHost), cudaSuccess);
-    return host;
-  }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
-
 // Bit-exact, element by element; names the first mismatching element.
 inline ::testing::AssertionResult sameElements(const Bytes& actual, const Bytes& expected, size_t elementSize) {
   if (actual.size() != expected.size())
@@ -268,12 +232,6 @@ void withStorage(size_t elementSize, Fn&& fn) {
     case 4: fn(uint32_t{}); break;
     default: fn(uint64_t{}); break;
   }
-}
-
-inline std::string dimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
 }
 
 }  // namespace kiln::test

@@ -1,8 +1,9 @@
 #pragma once
 // Atomic read-modify-write of any numeric element for the scatter reductions: the hardware's own
 // atomics where they exist (float / double add, 32- and 64-bit integer add, max, min), otherwise
-// a compare-and-swap loop on the element's word (the aligned 32-bit word around 1- and 2-byte
-// elements; the other bytes of that word are written back unchanged).
+// a compare-and-swap loop on the element (16, 32 or 64 bits), or for 1-byte elements on the
+// aligned 32-bit word around it (its other bytes written back unchanged; the word may reach up to
+// 3 bytes past the tensor, which Kiln's 256-byte-aligned allocations always hold).
 #include "scatter.h"
 
 #include <kernels/cuda/common/device_types.cuh>
@@ -48,19 +49,21 @@ __device__ __forceinline__ To bitCast(From from) {
 
 template <class T>
 __device__ void atomicCombineByCas(T* address, T value, ScatterReduction op) {
-  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-    using Word = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+  if constexpr (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) {
+    // 16-bit atomicCAS exists from sm_70 on (Kiln builds for sm_80 and newer): no neighbour bytes.
+    using Word = std::conditional_t<sizeof(T) == 2, unsigned short int,
+                                    std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>>;
     Word* word = reinterpret_cast<Word*>(address);
     Word old = *word, assumed;
     do {
       assumed = old;
       old = atomicCAS(word, assumed, bitCast<Word>(combineValues(bitCast<T>(assumed), value, op)));
     } while (old != assumed);
-  } else {
-    using Narrow = std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>;
+  } else {  // bytes: a CAS on the aligned 32-bit word around it, the other bytes written back as they were
+    using Narrow = uint8_t;
     const uintptr_t at = reinterpret_cast<uintptr_t>(address);
     unsigned int* word = reinterpret_cast<unsigned int*>(at & ~uintptr_t(3));
-    const unsigned int shift = unsigned(at & 3) * 8, mask = (sizeof(T) == 2 ? 0xFFFFu : 0xFFu) << shift;
+    const unsigned int shift = unsigned(at & 3) * 8, mask = 0xFFu << shift;
     unsigned int old = *word, assumed;
     do {
       assumed = old;
