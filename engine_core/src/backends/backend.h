@@ -195,6 +195,12 @@ class Backend {
   virtual bool convertsFloatStorage() const { return true; }
   // Whether the backend can run `layer` with its activations in `precision`.
   virtual SupportVerdict supports(const Layer& layer, Precision precision) const = 0;
+  // The same, knowing the layer's tensors (declared types and shapes, weights as stored): a backend
+  // whose kernels take only some types or ranks says so here. The builder places layers with it.
+  virtual SupportVerdict supportsTensors(const Layer& layer, Precision precision, const LayerSignature& tensors) const {
+    (void)tensors;
+    return supports(layer, precision);
+  }
   // Candidate implementations for these inputs, best guess first (never empty for a supported
   // layer), each with the workspace it needs at inputs.dims.
   virtual std::vector<Tactic> tactics(const Layer& layer, Precision precision, const LayerInputs& inputs) const = 0;

@@ -2,6 +2,7 @@
 
 #include <kiln/error.h>
 
+#include "cuda_loader.h"
 #include "test_device/test_device_backend.h"
 
 namespace kiln {
@@ -9,10 +10,7 @@ namespace kiln {
 BackendRegistry::BackendRegistry() {
   factories_.add("cpu", [] { return std::shared_ptr<const Backend>(makeCpuBackend()); });
   factories_.add("cpu-device", [] { return std::shared_ptr<const Backend>(makeTestDeviceBackend()); });
-  factories_.add("cuda", []() -> std::shared_ptr<const Backend> {
-    throw Error(ErrorCode::kUnsupported, "this Kiln was built without the CUDA backend; use --backend cpu, or build "
-                                         "Kiln on a machine with the CUDA toolkit");
-  });
+  factories_.add("cuda", loadCudaBackend);
 }
 
 BackendRegistry& BackendRegistry::instance() {

@@ -47,7 +47,9 @@ void placeLayers(const Network& network, const ShapeValuePlan& shapes, const Bac
     std::string why;
     if (!planned.dataDependentShape.empty()) why = planned.dataDependentShape;
     else if (usesHostOnlyValues(network, layer)) why = "control flow, sequences and strings run on the CPU";
-    else if (auto verdict = engineBackend.supports(layer, planned.precision); !verdict.supported) why = verdict.why;
+    else if (auto verdict = engineBackend.supportsTensors(layer, planned.precision, layerSignature(network, layer));
+             !verdict.supported)
+      why = verdict.why;
     if (why.empty()) continue;
     planned.backend = cpu;
     planned.fallbackReason = why;

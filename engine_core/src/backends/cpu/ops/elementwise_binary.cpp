@@ -2,6 +2,8 @@
 // the variadic Sum/Mean/Min/Max, PRelu and Where.
 #include "elementwise.h"
 
+#include "../../common/elementwise_ops.h"
+
 #include "../../../ops/elementwise.h"
 #include "../dispatch.h"
 
@@ -110,24 +112,10 @@ void where(KernelContext& ctx) {
 }  // namespace
 
 void registerElementwiseBinaryCpuKernels(CpuKernelRegistry& registry) {
-  const std::pair<const char*, BinaryOp> arithmeticOps[] = {
-      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul}, {"Div", BinaryOp::kDiv},
-      {"PRelu", BinaryOp::kPRelu}, {"BitwiseAnd", BinaryOp::kBitwiseAnd}, {"BitwiseOr", BinaryOp::kBitwiseOr},
-      {"BitwiseXor", BinaryOp::kBitwiseXor}};
-  for (auto [name, op] : arithmeticOps) registry.add(name, [op = op](KernelContext& ctx) { arithmetic(ctx, op); });
-
-  const std::pair<const char*, BinaryOp> predicateOps[] = {
-      {"Equal", BinaryOp::kEqual}, {"Less", BinaryOp::kLess}, {"LessOrEqual", BinaryOp::kLessOrEqual},
-      {"Greater", BinaryOp::kGreater}, {"GreaterOrEqual", BinaryOp::kGreaterOrEqual}, {"And", BinaryOp::kAnd},
-      {"Or", BinaryOp::kOr}, {"Xor", BinaryOp::kXor}};
-  for (auto [name, op] : predicateOps) registry.add(name, [op = op](KernelContext& ctx) { predicate(ctx, op); });
-
-  registry.add("Mod", [](KernelContext& ctx) {
-    arithmetic(ctx, ctx.layer().attrInt("fmod", 0) ? BinaryOp::kFMod : BinaryOp::kMod);
-  });
-  registry.add("BitShift", [](KernelContext& ctx) {
-    arithmetic(ctx, ctx.layer().attrString("direction") == "LEFT" ? BinaryOp::kBitShiftLeft : BinaryOp::kBitShiftRight);
-  });
+  for (const char* name : {"Add", "Sub", "Mul", "Div", "PRelu", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Mod", "BitShift"})
+    registry.add(name, [](KernelContext& ctx) { arithmetic(ctx, *binaryOpOf(ctx.layer())); });
+  for (const char* name : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})
+    registry.add(name, [](KernelContext& ctx) { predicate(ctx, *binaryOpOf(ctx.layer())); });
   registry.add("Pow", power);
   registry.add("Sum", [](KernelContext& ctx) { variadic(ctx, BinaryOp::kAdd, false); });
   registry.add("Mean", [](KernelContext& ctx) { variadic(ctx, BinaryOp::kAdd, true); });

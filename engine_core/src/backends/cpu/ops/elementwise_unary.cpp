@@ -2,6 +2,7 @@
 // IsNaN and IsInf.
 #include "elementwise.h"
 
+#include "../../common/elementwise_ops.h"
 #include "../dispatch.h"
 
 #include <kernels/cpu/elementwise/unary.h>
@@ -23,44 +24,6 @@ void unary(KernelContext& ctx, UnaryOp op, const UnaryParams& params) {
     kernels::unary<T>(op, in.data<T>(), out.data<T>(), in.elementCount(), params);
   });
 }
-
-// The parameterised activations, with ONNX's attribute defaults.
-UnaryParams alphaParam(const Layer& layer, float alphaDefault) { return {layer.attrFloat("alpha", alphaDefault)}; }
-
-struct ParameterisedOp {
-  const char* name;
-  UnaryOp op;
-  UnaryParams (*params)(const Layer&);
-};
-
-const ParameterisedOp kParameterisedOps[] = {
-    {"LeakyRelu", UnaryOp::kLeakyRelu, [](const Layer& l) { return alphaParam(l, 0.01f); }},
-    {"Elu", UnaryOp::kElu, [](const Layer& l) { return alphaParam(l, 1.0f); }},
-    {"Celu", UnaryOp::kCelu, [](const Layer& l) { return alphaParam(l, 1.0f); }},
-    {"ThresholdedRelu", UnaryOp::kThresholdedRelu, [](const Layer& l) { return alphaParam(l, 1.0f); }},
-    {"Selu", UnaryOp::kSelu,
-     [](const Layer& l) {
-       return UnaryParams{l.attrFloat("alpha", 1.67326319217681884765625f), 0.0f,
-                          l.attrFloat("gamma", 1.05070102214813232421875f)};
-     }},
-    {"HardSigmoid", UnaryOp::kHardSigmoid,
-     [](const Layer& l) { return UnaryParams{l.attrFloat("alpha", 0.2f), l.attrFloat("beta", 0.5f)}; }},
-    {"Shrink", UnaryOp::kShrink,
-     [](const Layer& l) { return UnaryParams{l.attrFloat("lambd", 0.5f), l.attrFloat("bias", 0.0f)}; }},
-};
-
-const std::pair<const char*, UnaryOp> kPlainOps[] = {
-    {"Neg", UnaryOp::kNeg},       {"Abs", UnaryOp::kAbs},         {"Sign", UnaryOp::kSign},
-    {"Relu", UnaryOp::kRelu},     {"Sqrt", UnaryOp::kSqrt},       {"Reciprocal", UnaryOp::kReciprocal},
-    {"Exp", UnaryOp::kExp},       {"Log", UnaryOp::kLog},         {"Sin", UnaryOp::kSin},
-    {"Cos", UnaryOp::kCos},       {"Tan", UnaryOp::kTan},         {"Asin", UnaryOp::kAsin},
-    {"Acos", UnaryOp::kAcos},     {"Atan", UnaryOp::kAtan},       {"Sinh", UnaryOp::kSinh},
-    {"Cosh", UnaryOp::kCosh},     {"Tanh", UnaryOp::kTanh},       {"Asinh", UnaryOp::kAsinh},
-    {"Acosh", UnaryOp::kAcosh},   {"Atanh", UnaryOp::kAtanh},     {"Erf", UnaryOp::kErf},
-    {"Floor", UnaryOp::kFloor},   {"Ceil", UnaryOp::kCeil},       {"Round", UnaryOp::kRound},
-    {"Sigmoid", UnaryOp::kSigmoid}, {"Softplus", UnaryOp::kSoftplus}, {"Softsign", UnaryOp::kSoftsign},
-    {"HardSwish", UnaryOp::kHardSwish}, {"BitwiseNot", UnaryOp::kBitwiseNot},
-};
 
 // Bounds of T's range: +-infinity for floats, the extremes for integers.
 template <class T>
@@ -116,13 +79,14 @@ void isNaN(KernelContext& ctx) {
 }  // namespace
 
 void registerElementwiseUnaryCpuKernels(CpuKernelRegistry& registry) {
-  for (auto [name, op] : kPlainOps) registry.add(name, [op = op](KernelContext& ctx) { unary(ctx, op, {}); });
-  for (const auto& entry : kParameterisedOps)
-    registry.add(entry.name, [&entry](KernelContext& ctx) { unary(ctx, entry.op, entry.params(ctx.layer())); });
-  registry.add("Gelu", [](KernelContext& ctx) {
-    const bool tanh = ctx.layer().attrString("approximate", "none") == "tanh";
-    unary(ctx, tanh ? UnaryOp::kGeluTanh : UnaryOp::kGelu, {});
-  });
+  for (const char* name : {"Neg", "Abs", "Sign", "Relu", "Sqrt", "Reciprocal", "Exp", "Log", "Sin", "Cos", "Tan",
+                           "Asin", "Acos", "Atan", "Sinh", "Cosh", "Tanh", "Asinh", "Acosh", "Atanh", "Erf",
+                           "Floor", "Ceil", "Round", "Sigmoid", "Softplus", "Softsign", "HardSwish", "BitwiseNot",
+                           "LeakyRelu", "Elu", "Celu", "ThresholdedRelu", "Selu", "HardSigmoid", "Shrink", "Gelu"})
+    registry.add(name, [](KernelContext& ctx) {
+      const UnaryChoice choice = *unaryOpOf(ctx.layer());
+      unary(ctx, choice.op, choice.params);
+    });
   registry.add("Clip", clip);
   registry.add("Not", [](KernelContext& ctx) {
     const HostTensor& in = ctx.input(0);

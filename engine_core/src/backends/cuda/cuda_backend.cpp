@@ -1,0 +1,88 @@
+// The CUDA backend: layers on one NVIDIA GPU, activations in its memory, work enqueued on the
+// caller's stream. Made by kiln_make_cuda_backend(), which kiln_core finds in this module when a
+// plan or `--backend cuda` asks for it.
+#include <kiln/error.h>
+
+#include "../backend.h"
+#include "cuda_device.h"
+#include "cuda_ops.h"
+
+#include <memory>
+
+namespace kiln::cuda {
+namespace {
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend() {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess || count == 0) {
+      cudaGetLastError();
+      const bool noDriver = status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice || count == 0;
+      throw Error(ErrorCode::kUnsupported,
+                  std::string("the CUDA backend found no usable GPU") +
+                      (noDriver ? " (no NVIDIA GPU or driver on this machine)"
+                                : std::string(" (") + cudaGetErrorString(status) + ")") +
+                      "; build and run with --backend cpu here");
+    }
+    check(cudaGetDevice(&device_.ordinal), "choosing the GPU");
+    check(cudaGetDeviceProperties(&device_.properties, device_.ordinal), "reading the GPU's properties");
+    device_.computeCapability =
+        std::to_string(device_.properties.major) + "." + std::to_string(device_.properties.minor);
+  }
+
+  std::string name() const override { return "cuda"; }
+  BackendKind kind() const override { return BackendKind::kCuda; }
+  DeviceInfo device() const override { return {device_.properties.name, device_.computeCapability}; }
+  MemorySpace memorySpace() const override { return MemorySpace::kDevice; }
+  bool convertsFloatStorage() const override { return false; }
+
+  SupportVerdict supports(const Layer& layer, Precision precision) const override {
+    if (precision == Precision::kINT8 || precision == Precision::kFP8)
+      return {false, "the CUDA backend has no " + std::string(toString(precision)) + " kernels yet"};
+    if (!CudaOpRegistry::instance().find(layer.domain, layer.opType))
+      return {false, "no CUDA kernel for " + (layer.domain.empty() ? "" : layer.domain + ".") + layer.opType};
+    return {};
+  }
+
+  SupportVerdict supportsTensors(const Layer& layer, Precision precision, const LayerSignature& tensors) const override {
+    if (auto verdict = supports(layer, precision); !verdict.supported) return verdict;
+    const CudaOp* op = CudaOpRegistry::instance().find(layer.domain, layer.opType);
+    return op->supports ? op->supports(layer, precision, tensors) : SupportVerdict{};
+  }
+
+  std::vector<Tactic> tactics(const Layer& layer, Precision precision, const LayerInputs& inputs) const override {
+    const CudaOp* op = CudaOpRegistry::instance().find(layer.domain, layer.opType);
+    if (op && op->tactics)
+      if (auto candidates = op->tactics(layer, precision, inputs, device_); !candidates.empty()) return candidates;
+    return {Tactic{defaultTacticId(layer)}};
+  }
+
+  std::unique_ptr<Step> instantiate(const Layer& layer, const Tactic& tactic,
+                                    const LayerSignature& signature) const override {
+    const CudaOp* op = CudaOpRegistry::instance().find(layer.domain, layer.opType);
+    if (!op)
+      throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": the CUDA backend has no kernel for op '" +
+                                                   layer.opType + "'; the plan was made by another Kiln: rebuild it");
+    return op->instantiate(layer, tactic, signature, device_);
+  }
+
+  DeviceAllocator& allocator() const override { return device_.allocator; }
+  std::unique_ptr<Stream> createStream() const override { return std::make_unique<CudaStream>(); }
+  std::unique_ptr<Stream> wrapStream(void* native) const override {
+    return std::make_unique<CudaStream>(static_cast<cudaStream_t>(native));
+  }
+  std::unique_ptr<Event> createEvent() const override { return std::make_unique<CudaEvent>(); }
+
+ private:
+  mutable CudaDevice device_;
+};
+
+}  // namespace
+}  // namespace kiln::cuda
+
+// The module's one entry point (no C++ types cross dlsym).
+extern "C" __attribute__((visibility("default"))) kiln::Backend* kiln_make_cuda_backend() {
+  return new kiln::cuda::CudaBackend();
+}

@@ -1,0 +1,38 @@
+#pragma once
+// The common part of the CUDA backend's steps: the tactic, weights uploaded once at instantiate(),
+// the bound data of each input (the uploaded copy for weights), and errors that name the layer.
+#include "cuda_device.h"
+
+#include <kernels/cuda/common/element_type.h>
+
+#include <optional>
+#include <vector>
+
+namespace kiln::cuda {
+
+class CudaStep : public Step {
+ public:
+  CudaStep(const Layer& layer, Tactic tactic, const LayerSignature& signature, CudaDevice& device);
+  const Tactic& tactic() const override { return tactic_; }
+  uint64_t workspaceBytes(std::span<const TensorView>, std::span<const TensorView>) const override { return 0; }
+
+ protected:
+  // Input i on the device: the uploaded weight when it is constant, else the bound view's memory.
+  const void* input(const StepArgs& args, size_t i) const;
+  // The host value of constant input i (parameters such as Clip's bounds), or nullptr.
+  const HostTensor* weight(size_t i) const;
+  // Throws kiln::Error naming the layer unless status is cudaSuccess.
+  void check(cudaError_t status, const char* what = "launching its kernel") const;
+  kernels::cuda::ElementType elementType(const TensorView& view) const;
+  static cudaStream_t streamOf(Stream& stream) { return nativeStream(stream); }
+
+  const Layer& layer_;
+  Tactic tactic_;
+  CudaDevice& device_;
+
+ private:
+  std::vector<DeviceCopy> weights_;
+  std::vector<const HostTensor*> hostWeights_;
+};
+
+}  // namespace kiln::cuda

@@ -1,0 +1,118 @@
+#include "gpu/backend_agreement.h"
+
+#include <kiln/builder.h>
+#include <kiln/error.h>
+#include <kiln/onnx_importer.h>
+#include <kiln/runtime.h>
+
+#include "backends/backend_registry.h"
+
+#include <cmath>
+
+namespace kiln::test {
+
+std::string whyNoCudaBackend() {
+  static const std::string why = [] {
+    try {
+      BackendRegistry::instance().get("cuda");
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  }();
+  return why;
+}
+
+double nmseTolerance(Precision precision) {
+  switch (precision) {
+    case Precision::kFP16: return 1e-5;
+    case Precision::kBF16: return 1e-4;
+    case Precision::kTF32: return 1e-6;
+    default: return 1e-10;
+  }
+}
+
+namespace {
+
+std::vector<double> valuesOf(const HostTensor& t) {
+  if (t.dtype() == DataType::kFloat16 || t.dtype() == DataType::kBFloat16 || t.dtype() == DataType::kFloat32 ||
+      t.dtype() == DataType::kFloat64 || isInteger(t.dtype()) || t.dtype() == DataType::kBool)
+    return t.toDoubleVector();
+  return {};
+}
+
+}  // namespace
+
+Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std::string, HostTensor>& inputs,
+                              Precision precision, bool requireEveryLayerOnGpu) {
+  Agreement result;
+  auto network = OnnxImporter().importBytes(modelBytes);
+  BuilderConfig cpuConfig;
+  BuilderConfig gpuConfig;
+  gpuConfig.backend = BackendKind::kCuda;
+  gpuConfig.allowTF32 = precision == Precision::kTF32;
+  gpuConfig.allowFP16 = precision == Precision::kFP16;
+  gpuConfig.allowBF16 = precision == Precision::kBF16;
+  gpuConfig.strictDevice = requireEveryLayerOnGpu;
+  OptimizationProfile profile;
+  for (const auto& [name, tensor] : inputs)
+    if (!network->tensor(name).shape.isFullyKnown())
+      profile.inputs[name] = {tensor.dims(), tensor.dims(), tensor.dims()};
+  if (!profile.inputs.empty()) {
+    cpuConfig.profiles.push_back(profile);
+    gpuConfig.profiles.push_back(profile);
+  }
+  BuildResult gpuBuild;
+  try {
+    gpuBuild = Builder().build(*network, gpuConfig);
+  } catch (const Error& e) {
+    ADD_FAILURE() << "building for CUDA failed: " << e.what();
+    return result;
+  }
+  result.everyLayerOnGpu = true;
+  for (const auto& l : gpuBuild.report.layers)
+    if (l.phase == "launch" && l.backend != "cuda") result.everyLayerOnGpu = false;
+  auto cpu = Runtime().load(Builder().build(*network, cpuConfig).plan)->createExecutionContext()->run(inputs);
+  std::map<std::string, HostTensor> gpu;
+  try {
+    gpu = Runtime().load(gpuBuild.plan)->createExecutionContext()->run(inputs);
+  } catch (const Error& e) {
+    ADD_FAILURE() << "running on CUDA failed: " << e.what();
+    return result;
+  }
+  for (const auto& [name, want] : cpu) {
+    auto it = gpu.find(name);
+    if (it == gpu.end()) {
+      ADD_FAILURE() << "output '" << name << "' missing from the CUDA engine";
+      continue;
+    }
+    const HostTensor& got = it->second;
+    if (got.dims() != want.dims() || got.dtype() != want.dtype()) {
+      ADD_FAILURE() << "output '" << name << "': CUDA " << toString(got.dtype()) << dimsToString(got.dims()) << ", CPU "
+                    << toString(want.dtype()) << dimsToString(want.dims());
+      continue;
+    }
+    const std::vector<double> g = valuesOf(got), w = valuesOf(want);
+    const bool exact = isInteger(want.dtype()) || want.dtype() == DataType::kBool;
+    double error = 0, norm = 0;
+    bool finite = true;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (!std::isfinite(g[i]) && std::isfinite(w[i])) finite = false;
+      if (std::isnan(g[i]) != std::isnan(w[i])) finite = false;
+      if (std::isnan(w[i]) || std::isinf(w[i])) continue;
+      error += (g[i] - w[i]) * (g[i] - w[i]);
+      norm += w[i] * w[i];
+    }
+    const double nmse = norm > 0 ? error / norm : error;
+    if (nmse > result.worstNmse || result.worstOutput.empty()) {
+      result.worstNmse = nmse;
+      result.worstOutput = name;
+    }
+    EXPECT_TRUE(finite) << "output '" << name << "' has NaN or infinity where the CPU has none (or the reverse)";
+    if (exact) EXPECT_EQ(error, 0.0) << "output '" << name << "' differs from the CPU's";
+    else EXPECT_LE(nmse, nmseTolerance(precision)) << "output '" << name << "' NMSE against the CPU";
+  }
+  return result;
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,41 @@
+#pragma once
+// Backend agreement (ggml's test-backend-ops idea): a small model built for the CPU backend and
+// for the CUDA backend, run on the same random non-zero inputs, every output compared by NMSE
+// within the precision's tolerance; NaN never passes. Without a usable GPU the test skips with the
+// reason printed.
+#include <kiln/builder_config.h>
+#include <kiln/host_tensor.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace kiln::test {
+
+// Empty when the CUDA backend can be made here, else why not.
+std::string whyNoCudaBackend();
+
+#define KILN_REQUIRE_CUDA_BACKEND()                                              \
+  do {                                                                           \
+    if (const std::string why = ::kiln::test::whyNoCudaBackend(); !why.empty())  \
+      GTEST_SKIP() << "GPU test skipped: " << why;                               \
+  } while (0)
+
+// NMSE bound for outputs computed in `precision` (fp32 ~1e-10, tf32 ~1e-6, fp16 ~1e-5, bf16 ~1e-4).
+double nmseTolerance(Precision precision);
+
+struct Agreement {
+  double worstNmse = 0;     // over every output
+  std::string worstOutput;  // its name
+  bool everyLayerOnGpu = false;
+};
+
+// Builds `modelBytes` (an ONNX ModelProto) for both backends (CUDA with `precision`; fp16/bf16
+// allowed when asked, TF32 off for fp32), runs both on `inputs`, and checks every output: same
+// dims and dtype, finite, NMSE within nmseTolerance(precision) (integers and bools exactly).
+// Records gtest failures naming the output; returns the worst error seen.
+Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std::string, HostTensor>& inputs,
+                              Precision precision = Precision::kFP32, bool requireEveryLayerOnGpu = true);
+
+}  // namespace kiln::test
