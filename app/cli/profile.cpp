@@ -1,12 +1,14 @@
-// kiln profile PLAN [inputs] [--iterations N] [--export-profile JSON]: per-layer timings of an
-// engine, slowest first (like trtexec --dumpProfile), optionally saved for Kiln Studio.
+// kiln profile PLAN: how fast an engine runs, as trtexec reports it: throughput and latency
+// percentiles over a timed period (copies in, compute and copies out timed apart with the
+// backend's events; several streams at once with --streams), then per-layer times from a separate
+// profiled pass, slowest first; --export-profile saves it all for Kiln Studio.
 #include "artifact.h"
 #include "commands.h"
 #include "run_inputs.h"
 
 #include <kiln/builder.h>
 #include <kiln/error.h>
-#include <kiln/profile_report.h>
+#include <kiln/performance.h>
 
 #include <algorithm>
 #include <iomanip>
@@ -18,10 +20,17 @@ namespace {
 struct ProfileOptions {
   std::string planPath, exportPath;
   InputRequest inputs;
-  int iterations = 20, warmup = 3;
+  PerformanceOptions performance;
+  bool noDataTransfers = false;
 };
 
-void runProfile(const ProfileOptions& o) {
+void printStats(const char* what, const LatencyStats& s) {
+  std::cout << std::left << std::setw(18) << what << std::right << std::fixed << std::setprecision(4)
+            << "min " << s.min << ", max " << s.max << ", mean " << s.mean << ", median " << s.median << ", p90 "
+            << s.p90 << ", p95 " << s.p95 << ", p99 " << s.p99 << " ms\n";
+}
+
+void runProfile(ProfileOptions o) {
   Artifact plan = loadArtifact(o.planPath);
   if (!plan.isPlan())
     throw Error(ErrorCode::kInvalidArgument, "'" + o.planPath + "' is not a plan; build one first with `kiln build MODEL --save PLAN`");
@@ -29,17 +38,31 @@ void runProfile(const ProfileOptions& o) {
   InputRequest request = o.inputs;
   request.defaultShapes = plan.defaultShapes;
   for (auto& input : prepareInputs(*plan.network, request)) values[input.name] = std::move(input.value);
-  ProfileReport report = profileEngine(*plan.engine, tensorInputs(values), o.iterations, o.warmup);
-  auto layers = report.layers;
+  o.performance.dataTransfers = !o.noDataTransfers;
+  const PerformanceReport report = measurePerformance(*plan.engine, tensorInputs(values), o.performance);
+  std::cout << "engine: " << report.plan.backend << " (" << report.plan.deviceName << "), inputs " << report.inputShapes
+            << "\n"
+            << "timed " << report.runs << " runs on " << report.streams << " stream(s) in " << std::fixed
+            << std::setprecision(3) << report.wallSeconds << " s"
+            << (report.dataTransfers ? "" : " (no data transfers)") << "\n"
+            << "throughput: " << std::setprecision(1) << report.throughput << " runs/s\n";
+  printStats("latency:", report.latency);
+  if (report.dataTransfers) printStats("host to device:", report.hostToDevice);
+  printStats(report.plan.backend == "cpu" ? "compute:" : "GPU compute:", report.compute);
+  if (report.dataTransfers) printStats("device to host:", report.deviceToHost);
+
+  auto layers = report.layers.layers;
   std::sort(layers.begin(), layers.end(), [](const auto& x, const auto& y) { return x.medianMs > y.medianMs; });
-  std::cout << "median end-to-end: " << std::fixed << std::setprecision(3) << report.totalMedianMs << " ms over "
-            << report.iterations << " runs (" << report.inputShapes << ")\n";
-  std::cout << "  " << std::left << std::setw(36) << "layer" << std::setw(20) << "type" << std::setw(8) << "prec"
-            << std::right << std::setw(10) << "median ms" << std::setw(8) << "%" << "  tactic\n";
-  for (const auto& l : layers)
-    std::cout << "  " << std::left << std::setw(36) << l.name.substr(0, 35) << std::setw(20) << l.type.substr(0, 19)
-              << std::setw(8) << l.precision << std::right << std::setprecision(3) << std::setw(10) << l.medianMs
-              << std::setprecision(1) << std::setw(8) << l.percent << "  " << l.tactic << "\n";
+  if (!layers.empty()) {
+    std::cout << "per layer (median of " << report.layers.iterations << " profiled runs; end to end "
+              << std::setprecision(3) << report.layers.totalMedianMs << " ms):\n";
+    std::cout << "  " << std::left << std::setw(36) << "layer" << std::setw(20) << "type" << std::setw(8) << "prec"
+              << std::right << std::setw(10) << "median ms" << std::setw(8) << "%" << "  tactic\n";
+    for (const auto& l : layers)
+      std::cout << "  " << std::left << std::setw(36) << l.name.substr(0, 35) << std::setw(20) << l.type.substr(0, 19)
+                << std::setw(8) << l.precision << std::right << std::setprecision(3) << std::setw(10) << l.medianMs
+                << std::setprecision(1) << std::setw(8) << l.percent << "  " << l.tactic << "\n";
+  }
   if (!o.exportPath.empty()) {
     std::string json = report.toJson();
     writeFileAtomically(o.exportPath, std::vector<uint8_t>(json.begin(), json.end()));
@@ -51,15 +74,19 @@ void runProfile(const ProfileOptions& o) {
 
 Command addProfileCommand(CLI::App& app) {
   auto o = std::make_shared<ProfileOptions>();
-  CLI::App* sub = app.add_subcommand("profile", "Time every layer of a plan over many runs");
+  CLI::App* sub = app.add_subcommand("profile", "Measure a plan's throughput, latency and per-layer times");
   sub->add_option("PLAN", o->planPath, "Plan file made by `kiln build`")->required();
   sub->add_option("--input", o->inputs.inputFiles, "NAME=FILE (.npy or .pb), repeatable; others are random")
       ->allow_extra_args(false);
   sub->add_option("--shapes", o->inputs.shapes, "NAME:1x3x224x224,...: shapes of random inputs")->allow_extra_args(false);
   sub->add_option("--seed", o->inputs.seed, "Seed of the random inputs (default 0)");
-  sub->add_option("--iterations", o->iterations, "Timed runs (default 20)");
-  sub->add_option("--warmup", o->warmup, "Untimed runs first (default 3)");
-  sub->add_option("--export-profile", o->exportPath, "Write the timings as JSON (kiln-profile-1) for Kiln Studio");
+  sub->add_option("--iterations", o->performance.iterations, "Timed runs per stream, at least (default 10)");
+  sub->add_option("--duration", o->performance.durationSeconds, "Timed for at least this many seconds (default 3)");
+  sub->add_option("--warmup", o->performance.warmupMs, "Untimed runs first for this many milliseconds (default 200)");
+  sub->add_flag("--no-data-transfers", o->noDataTransfers, "Time compute only: no copies of inputs and outputs");
+  sub->add_option("--streams", o->performance.streams, "Execution contexts running at once, each on its stream (default 1)");
+  sub->add_option("--layer-runs", o->performance.layerProfileRuns, "Profiled runs for per-layer times (default 20, 0: none)");
+  sub->add_option("--export-profile", o->exportPath, "Write the measurements as JSON (kiln-profile-1) for Kiln Studio");
   return {sub, [o] { runProfile(*o); }};
 }
 

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with the bundle that stage_bundle.sh made
-# (stage/gpu.tar.xz): the GPU tests, then compute-sanitizer's memcheck and racecheck on them; logs
-# and JUnit XML go to $OUT (or /tmp/kiln-gpu/out), and a short table comes last.
+# (stage/gpu.tar.xz), in one go: the CUDA kernel tests, the backend agreement tests, the ONNX
+# node tests through the CUDA backend (every layer on the GPU, and with CPU fallback), the real
+# models on CUDA, then compute-sanitizer's memcheck and racecheck. Logs go to $OUT (or
+# /tmp/kiln-gpu/out); a short table comes last.
 #
-#   scripts/gpu/run_on_gpu.sh [--quick] [--gtest_filter=...]
+#   scripts/gpu/run_on_gpu.sh [--quick] [--gtest_filter=...]    (--quick: no sanitizers)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mkdir -p /tmp/kiln-gpu
 python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$root/stage/gpu.tar.xz" /tmp/kiln-gpu || exit 1
 bundle=/tmp/kiln-gpu/gpu
+bin="$bundle/bin"
+data="$bundle/data"
 out="${OUT:-/tmp/kiln-gpu/out}"
 mkdir -p "$out"
 quick=0
@@ -20,35 +24,48 @@ for arg in "$@"; do
   esac
 done
 # cuDNN 9.19 (matching the headers Kiln is built with) comes with PyTorch's environment there;
-# the system's 9.14 has a known attention bug.
+# the system's 9.14 has a known attention bug. cuBLASLt and NVRTC come with the toolkit.
 cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(nvidia.cudnn.__path__[0], "lib"))' 2>/dev/null || true)
-[[ -n "$cudnn" ]] && export LD_LIBRARY_PATH="$cudnn${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export NCCL_NVLS_ENABLE=0  # never NVLink multicast on these machines
+export LD_LIBRARY_PATH="${cudnn:+$cudnn:}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export NCCL_NVLS_ENABLE=0 OMP_WAIT_POLICY=passive  # never NVLink multicast on these machines
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
 declare -A result
-run() {  # name, command...
+order=()
+run() {  # name, command...: the log goes to $out/name.log, a summary into the table
   local name="$1"; shift
   local start=$SECONDS
   "$@" >"$out/$name.log" 2>&1
   local rc=$?
-  result[$name]="rc=$rc $((SECONDS - start))s $(grep -E '^\[  (PASSED|FAILED)  \]|tests? ran|ERROR SUMMARY' "$out/$name.log" | tr '\n' ' ' | cut -c1-160)"
+  order+=("$name")
+  result[$name]="rc=$rc $((SECONDS - start))s $(grep -E '^\[  (PASSED|FAILED)  \] [0-9]|^[0-9]+ passed|ERROR SUMMARY' "$out/$name.log" | tr '\n' ' ' | cut -c1-150)"
   return $rc
 }
+gtests() { "$@" --gtest_filter="$filter" --gtest_brief=1; }
 
-tests="$bundle/bin/kiln_cuda_tests"
-run cuda_tests "$tests" --gtest_filter="$filter" --gtest_output="xml:$out/cuda_tests.xml"
-grep -E '^\[  FAILED  \]' "$out/cuda_tests.log" | head -40
+run kernels gtests "$bin/kiln_cuda_tests"
+run agreement gtests "$bin/kiln_gpu_tests"
+conformance=("$bin/kiln_onnx_node_tests" --excluded "$data/excluded_tests.txt" --batch 40 --jobs 6 --min-pass-rate 0)
+run node_cpu "${conformance[@]}" --engine --node-dir "$data/node"
+run node_cuda "${conformance[@]}" --backend cuda --node-dir "$data/node"
+run node_cuda_strict "${conformance[@]}" --backend cuda --strict-device --node-dir "$data/node"
+for suite in pytorch-converted pytorch-operator simple; do
+  run "${suite}_cuda" "${conformance[@]}" --backend cuda --node-dir "$data/$suite"
+done
+KILN_TEST_BACKEND=cuda KILN_MODEL_CACHE="$data/models" KILN_SPEECH_CACHE="$data/speech" \
+  run models_cuda gtests "$bin/kiln_models_tests"
 if ((!quick)) && command -v compute-sanitizer >/dev/null; then
-  run memcheck timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$tests" --gtest_filter="$filter"
-  # racecheck is slow: the kernels that share memory between threads.
+  run memcheck_kernels timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_cuda_tests" \
+    --gtest_filter="$filter" --gtest_brief=1
+  run memcheck_agreement timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
+    --gtest_filter="$filter" --gtest_brief=1
   races="CudaSoftmax*:CudaNorm*:CudaReduce*:CudaPool.Global*:CudaLayout.Strided*:CudaLayout.Reformat*:CudaLayout.Transpose*"
   [[ "$filter" != "*" ]] && races="$filter"
-  run racecheck timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$tests" --gtest_filter="$races"
-  grep -E "ERROR|Invalid|hazard" "$out/memcheck.log" "$out/racecheck.log" | head -20
+  run racecheck timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/kiln_cuda_tests" \
+    --gtest_filter="$races" --gtest_brief=1
 fi
+grep -h -E '^\[  FAILED  \] [A-Z]' "$out"/kernels.log "$out"/agreement.log "$out"/models_cuda.log 2>/dev/null | sort -u | head -30
+grep -h -E "^FAIL " "$out"/node_cuda.log | head -30
 echo
-printf '%-12s %s\n' step result
-for name in cuda_tests memcheck racecheck; do
-  [[ -n "${result[$name]:-}" ]] && printf '%-12s %s\n' "$name" "${result[$name]}"
-done
+printf '%-20s %s\n' step result
+for name in "${order[@]}"; do printf '%-20s %s\n' "$name" "${result[$name]}"; done

@@ -92,7 +92,8 @@ TEST_F(CliEngine, RunPlanDefaultsToTheProfilesOptShapeAndWritesOutputs) {
 
 TEST_F(CliEngine, ProfileExportNamesEveryLayer) {
   std::string plan = buildPlan();
-  auto r = kiln({"profile", plan, "--iterations", "3", "--warmup", "1", "--export-profile", path("out/p.json")});
+  auto r = kiln({"profile", plan, "--iterations", "3", "--duration", "0", "--warmup", "1", "--streams", "2",
+                 "--export-profile", path("out/p.json")});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto profile = nlohmann::json::parse(readFile(path("out/p.json")));
   auto info = nlohmann::json::parse(kiln({"inspect", plan, "--json"}).out);
@@ -104,6 +105,25 @@ TEST_F(CliEngine, ProfileExportNamesEveryLayer) {
     percent += layer["percent"].get<double>();
   }
   EXPECT_NEAR(percent, 100.0, 0.5);
+  // The trtexec-style measurements: two streams' runs, latency percentiles in order.
+  const auto& performance = profile["performance"];
+  EXPECT_EQ(performance["streams"], 2);
+  EXPECT_GE(performance["runs"].get<int>(), 6);
+  EXPECT_GT(performance["throughput_per_s"].get<double>(), 0.0);
+  const auto& latency = performance["latency"];
+  EXPECT_LE(latency["min_ms"].get<double>(), latency["median_ms"].get<double>());
+  EXPECT_LE(latency["median_ms"].get<double>(), latency["p90_ms"].get<double>());
+  EXPECT_LE(latency["p90_ms"].get<double>(), latency["p99_ms"].get<double>());
+  EXPECT_LE(latency["p99_ms"].get<double>(), latency["max_ms"].get<double>());
+  EXPECT_GT(performance["compute"]["median_ms"].get<double>(), 0.0);
+  for (const char* line : {"throughput:", "latency:", "host to device:", "compute:", "device to host:"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " in\n" << r.out;
+  // Without transfers there are no copy times to report.
+  auto compute = kiln({"profile", plan, "--iterations", "2", "--duration", "0", "--warmup", "0", "--no-data-transfers",
+                       "--layer-runs", "0"});
+  ASSERT_EQ(compute.exitCode, 0) << compute.err;
+  EXPECT_EQ(compute.out.find("host to device:"), std::string::npos) << compute.out;
+  EXPECT_EQ(kiln({"profile", plan, "--streams", "0"}).exitCode, 2);  // a usage error
 }
 
 TEST_F(CliEngine, BuildWithoutProfileWarnsAndBuildsForBatchOne) {

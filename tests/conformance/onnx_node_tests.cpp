@@ -22,6 +22,7 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ struct Options {
   std::string filter;
   double minPassRate = 0.95;
   int timeoutSeconds = 60;
+  int batchSize = 1;  // tests per child process (a GPU context is made once per child)
+  int jobs = 1;       // child processes at once
   bool verbose = false;
   bool engine = false;  // build and run an engine instead of the reference executor
   BackendKind backend = BackendKind::kCpu;  // the engine's backend
@@ -148,42 +151,98 @@ std::string runTest(const fs::path& dir, bool onEngine, const Options& options) 
   return "";
 }
 
-// Forks, runs the test in the child, and reports the child's verdict through a pipe.
-std::string runIsolated(const fs::path& dir, int timeoutSeconds, bool onEngine, const Options& options) {
+// The verdict of one test in this process: "" passed, else why not (kSkipPrefix: skipped).
+std::string verdictOf(const fs::path& dir, bool onEngine, const Options& options) {
+  try {
+    return runTest(dir, onEngine, options);
+  } catch (const Error& e) {
+    return std::string(toString(e.code())) + ": " + e.what();
+  } catch (const std::exception& e) {
+    return std::string("uncaught exception: ") + e.what();
+  }
+}
+
+// Runs tests [begin, end) of `dirs` in one child process (a GPU context is made once per child,
+// not per test), which reports "index<TAB>verdict" lines through a pipe. A test that crashes or
+// hangs ends the child: it fails, and the rest of the batch goes on in a new child.
+struct Batch {
+  pid_t pid = -1;
+  int pipe = -1;
+  size_t begin = 0, end = 0;
+};
+
+Batch startBatch(const std::vector<fs::path>& dirs, size_t begin, size_t end, const Options& options) {
   int fds[2];
-  if (pipe(fds) != 0) return "pipe failed";
-  pid_t pid = fork();
-  if (pid == 0) {
+  if (::pipe(fds) != 0) {
+    std::perror("pipe");
+    std::exit(2);
+  }
+  Batch batch{fork(), fds[0], begin, end};
+  if (batch.pid == 0) {
     close(fds[0]);
-    alarm(unsigned(timeoutSeconds));
-    std::string verdict;
-    try {
-      verdict = runTest(dir, onEngine, options);
-    } catch (const Error& e) {
-      verdict = std::string(toString(e.code())) + ": " + e.what();
-    } catch (const std::exception& e) {
-      verdict = std::string("uncaught exception: ") + e.what();
+    for (size_t i = begin; i < end; ++i) {
+      alarm(unsigned(options.timeoutSeconds));
+      std::string verdict = verdictOf(dirs[i], options.engine, options);
+      alarm(0);
+      std::replace(verdict.begin(), verdict.end(), '\n', ' ');
+      const std::string line = std::to_string(i) + "\t" + (verdict.empty() ? "OK" : verdict) + "\n";
+      if (write(fds[1], line.data(), line.size()) < 0) _exit(3);
     }
-    if (verdict.empty()) verdict = "OK";
-    if (write(fds[1], verdict.data(), verdict.size()) < 0) _exit(3);
-    close(fds[1]);
     _exit(0);
   }
   close(fds[1]);
-  std::string verdict;
+  return batch;
+}
+
+// Collects a batch's verdicts; returns the index where it stopped early (a crash or timeout), or end.
+size_t finishBatch(const Batch& batch, std::vector<std::string>& verdicts, int timeoutSeconds) {
+  std::string text;
   char buf[4096];
   ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) verdict.append(buf, size_t(n));
-  close(fds[0]);
+  while ((n = read(batch.pipe, buf, sizeof buf)) > 0) text.append(buf, size_t(n));
+  close(batch.pipe);
   int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    return sig == SIGALRM ? "timed out after " + std::to_string(timeoutSeconds) + " s"
-                          : std::string("crashed with signal ") + strsignal(sig);
+  waitpid(batch.pid, &status, 0);
+  size_t next = batch.begin;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    const size_t index = std::stoul(line.substr(0, tab));
+    const std::string verdict = line.substr(tab + 1);
+    verdicts[index] = verdict == "OK" ? "" : verdict;
+    next = index + 1;
   }
-  if (verdict == "OK") return "";
-  return verdict.empty() ? "child exited without a verdict" : verdict;
+  if (next >= batch.end) return batch.end;
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    verdicts[next] = sig == SIGALRM ? "timed out after " + std::to_string(timeoutSeconds) + " s"
+                                    : std::string("crashed with signal ") + strsignal(sig);
+  } else {
+    verdicts[next] = "child exited without a verdict";
+  }
+  return next + 1;
+}
+
+// Verdicts of every test in `dirs`: `jobs` children at a time, `batchSize` tests each.
+std::vector<std::string> runAll(const std::vector<fs::path>& dirs, const Options& options) {
+  std::vector<std::string> verdicts(dirs.size());
+  std::vector<std::pair<size_t, size_t>> pending;  // ranges still to run
+  for (size_t b = 0; b < dirs.size(); b += size_t(options.batchSize))
+    pending.emplace_back(b, std::min(dirs.size(), b + size_t(options.batchSize)));
+  std::reverse(pending.begin(), pending.end());
+  while (!pending.empty()) {
+    std::vector<Batch> running;
+    while (!pending.empty() && running.size() < size_t(options.jobs)) {
+      running.push_back(startBatch(dirs, pending.back().first, pending.back().second, options));
+      pending.pop_back();
+    }
+    for (const Batch& batch : running) {
+      const size_t stopped = finishBatch(batch, verdicts, options.timeoutSeconds);
+      if (stopped < batch.end) pending.emplace_back(stopped, batch.end);
+    }
+  }
+  return verdicts;
 }
 
 }  // namespace
@@ -204,6 +263,8 @@ int main(int argc, char** argv) {
     else if (a == "--filter") opt.filter = next();
     else if (a == "--min-pass-rate") opt.minPassRate = std::stod(next());
     else if (a == "--timeout") opt.timeoutSeconds = std::stoi(next());
+    else if (a == "--batch") opt.batchSize = std::max(1, std::stoi(next()));
+    else if (a == "--jobs") opt.jobs = std::max(1, std::stoi(next()));
     else if (a == "-v" || a == "--verbose") opt.verbose = true;
     else if (a == "--engine") opt.engine = true;
     else if (a == "--backend") {
@@ -219,7 +280,8 @@ int main(int argc, char** argv) {
     else {
       std::cerr << "usage: kiln_onnx_node_tests --node-dir DIR [--excluded FILE] [--filter REGEX]\n"
                    "                            [--min-pass-rate 0.95] [--timeout SECONDS] [--engine] [-v]\n"
-                   "                            [--backend cpu|cpu-device|cuda] [--strict-device]\n";
+                   "                            [--backend cpu|cpu-device|cuda] [--strict-device]\n"
+                   "                            [--batch TESTS_PER_PROCESS] [--jobs PROCESSES]\n";
       return 2;
     }
   }
@@ -236,6 +298,7 @@ int main(int argc, char** argv) {
   std::regex filter(opt.filter.empty() ? ".*" : opt.filter);
   int passed = 0, failed = 0, skipped = 0;
   std::cout.setf(std::ios::unitbuf);
+  std::vector<fs::path> toRun;
   for (const auto& dir : tests) {
     std::string name = dir.filename().string();
     if (!std::regex_search(name, filter)) continue;
@@ -244,7 +307,12 @@ int main(int argc, char** argv) {
       if (opt.verbose) std::cout << "SKIP " << name << ": " << it->second << "\n";
       continue;
     }
-    std::string why = runIsolated(dir, opt.timeoutSeconds, opt.engine, opt);
+    toRun.push_back(dir);
+  }
+  const std::vector<std::string> verdicts = runAll(toRun, opt);
+  for (size_t i = 0; i < toRun.size(); ++i) {
+    const std::string name = toRun[i].filename().string();
+    std::string why = verdicts[i];
     if (why.rfind(kSkipPrefix, 0) == 0) {
       ++skipped;
       if (opt.verbose) std::cout << "SKIP " << name << ": " << why.substr(std::strlen(kSkipPrefix)) << "\n";

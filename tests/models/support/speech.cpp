@@ -6,7 +6,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <numbers>
 #include <random>
 #include <stdexcept>
@@ -90,26 +94,41 @@ std::vector<float> resample(const std::vector<float>& samples, int fromRate, int
   return out;
 }
 
+// KILN_SPEECH_CACHE names a folder of espeak-ng's WAVs by text and rate: read from there when
+// present, written there when made. The GPU machine, which has no espeak-ng, gets a filled one.
+std::string speechCacheFile(const std::string& text, int wordsPerMinute) {
+  const char* dir = std::getenv("KILN_SPEECH_CACHE");
+  if (!dir || !*dir) return "";
+  return std::string(dir) + "/" + std::to_string(std::hash<std::string>{}(text)) + "-" +
+         std::to_string(wordsPerMinute) + ".wav";
+}
+
 Speech synthesizeSpeech(const std::string& text, int wordsPerMinute) {
   Speech speech;
-  const std::string command =
-      "espeak-ng -v en-us -s " + std::to_string(wordsPerMinute) + " --stdout " + shellQuoted(text) + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) {
-    speech.whyNot = std::string("cannot start espeak-ng: ") + std::strerror(errno);
-    return speech;
-  }
+  const std::string cached = speechCacheFile(text, wordsPerMinute);
   std::string wav;
-  char buffer[1 << 16];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) wav.append(buffer, n);
-  const int status = pclose(pipe);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    speech.whyNot = "espeak-ng not found on PATH (Debian package espeak-ng; scripts/setup.sh installs it)";
-    return speech;
-  }
-  if (status != 0) {
-    speech.whyNot = "espeak-ng failed (status " + std::to_string(status) + "): " + command;
-    return speech;
+  if (std::ifstream file(cached, std::ios::binary); !cached.empty() && file)
+    wav.assign(std::istreambuf_iterator<char>(file), {});
+  if (wav.empty()) {
+    const std::string command =
+        "espeak-ng -v en-us -s " + std::to_string(wordsPerMinute) + " --stdout " + shellQuoted(text) + " 2>/dev/null";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) {
+      speech.whyNot = std::string("cannot start espeak-ng: ") + std::strerror(errno);
+      return speech;
+    }
+    char buffer[1 << 16];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) wav.append(buffer, n);
+    const int status = pclose(pipe);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+      speech.whyNot = "espeak-ng not found on PATH (Debian package espeak-ng; scripts/setup.sh installs it)";
+      return speech;
+    }
+    if (status != 0) {
+      speech.whyNot = "espeak-ng failed (status " + std::to_string(status) + "): " + command;
+      return speech;
+    }
+    if (!cached.empty()) std::ofstream(cached, std::ios::binary) << wav;
   }
   try {
     int rate = 0;
