@@ -24,15 +24,14 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <kiln/builder.h>
+
 #include <algorithm>
 
 namespace kiln::views {
 namespace {
 
 constexpr int kMaxLogLines = 5000;
-const char* kCudaUnavailable =
-    QT_TRANSLATE_NOOP("BuildPanel", "This Kiln was built without the CUDA backend (no CUDA toolkit at build time). "
-                                    "Build Kiln on a machine with the CUDA toolkit to target NVIDIA GPUs.");
 
 QString precisionName(Precision precision) { return QString::fromLatin1(toString(precision)); }
 
@@ -91,11 +90,15 @@ QWidget* BuildPanel::createTargetGroup(QWidget* parent) {
   form->setRowWrapPolicy(QFormLayout::WrapLongRows);  // a narrow dock puts the field under its label
   backend_ = new QComboBox(group);
   backend_->addItem(tr("CPU"), int(BackendKind::kCpu));
-  backend_->addItem(tr("CUDA (not available)"), int(BackendKind::kCuda));
+  // CUDA where this machine has a GPU and Kiln's CUDA backend loads; otherwise the reason, shown.
+  const QString cudaProblem = QString::fromStdString(backendUnavailableReason(BackendKind::kCuda));
+  backend_->addItem(cudaProblem.isEmpty() ? tr("CUDA") : tr("CUDA (not available)"), int(BackendKind::kCuda));
   auto* items = qobject_cast<QStandardItemModel*>(backend_->model());
-  items->item(1)->setEnabled(false);
-  items->item(1)->setToolTip(tr(kCudaUnavailable));
-  backend_->setToolTip(tr("CPU: Kiln's reference backend.\nCUDA: %1").arg(tr(kCudaUnavailable)));
+  items->item(1)->setEnabled(cudaProblem.isEmpty());
+  items->item(1)->setToolTip(cudaProblem.isEmpty() ? tr("Layers on the GPU; those it cannot run fall back to the CPU")
+                                                   : cudaProblem);
+  backend_->setToolTip(tr("CPU: Kiln's reference backend.\nCUDA: %1")
+                           .arg(cudaProblem.isEmpty() ? tr("NVIDIA GPU") : cudaProblem));
   // Sized by the selected item, not the longest ("CUDA (not available)"), so the row fits a narrow dock.
   backend_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   backend_->setMinimumContentsLength(6);

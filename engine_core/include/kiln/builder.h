@@ -32,6 +32,10 @@ struct BuildResult {
   BuildReport report;
 };
 
+// Empty when `backend` can be used on this machine, else one line saying why not (this Kiln has no
+// CUDA backend, no GPU or driver, a CUDA library missing) and what to do.
+std::string backendUnavailableReason(BackendKind backend);
+
 class Builder {
  public:
   explicit Builder(Logger& logger = silentLogger()) : logger_(logger) {}

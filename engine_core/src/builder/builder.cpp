@@ -129,6 +129,15 @@ void chooseFormats(const Network& network, const Backend& backend, std::vector<P
 
 }  // namespace
 
+std::string backendUnavailableReason(BackendKind backend) {
+  try {
+    BackendRegistry::instance().get(toString(backend));
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 BuildResult Builder::build(const Network& input, const BuilderConfig& config, BuildObserver* observer) const {
   auto start = std::chrono::steady_clock::now();
   Progress progress(observer);
