@@ -44,7 +44,8 @@ void runProfile(ProfileOptions o) {
             << "\n"
             << "timed " << report.runs << " runs on " << report.streams << " stream(s) in " << std::fixed
             << std::setprecision(3) << report.wallSeconds << " s"
-            << (report.dataTransfers ? "" : " (no data transfers)") << "\n"
+            << (report.dataTransfers ? "" : " (no data transfers)") << (report.cudaGraph ? " as CUDA graphs" : "")
+            << "\n"
             << "throughput: " << std::setprecision(1) << report.throughput << " runs/s\n";
   printStats("latency:", report.latency);
   if (report.dataTransfers) printStats("host to device:", report.hostToDevice);
@@ -85,6 +86,7 @@ Command addProfileCommand(CLI::App& app) {
   sub->add_option("--warmup", o->performance.warmupMs, "Untimed runs first for this many milliseconds (default 200)");
   sub->add_flag("--no-data-transfers", o->noDataTransfers, "Time compute only: no copies of inputs and outputs");
   sub->add_option("--streams", o->performance.streams, "Execution contexts running at once, each on its stream (default 1)");
+  sub->add_flag("--cuda-graph", o->performance.cudaGraph, "Replay each context's launches as a CUDA graph");
   sub->add_option("--layer-runs", o->performance.layerProfileRuns, "Profiled runs for per-layer times (default 20, 0: none)");
   sub->add_option("--export-profile", o->exportPath, "Write the measurements as JSON (kiln-profile-1) for Kiln Studio");
   return {sub, [o] { runProfile(*o); }};

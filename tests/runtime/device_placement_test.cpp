@@ -293,3 +293,29 @@ TEST(PlanVersion, AnOlderPlanIsRefusedWithARebuildHint) {
     EXPECT_NE(what.find("kiln build"), std::string::npos) << what;
   }
 }
+
+// Graph capture needs a backend that records (CUDA); elsewhere the second run with the same
+// shapes and addresses says so (the first, the warm-up, runs as usual).
+TEST(GraphCapture, BackendsThatCannotRecordSaySo) {
+  BuilderConfig config = deviceConfig();
+  config.backend = BackendKind::kCpu;
+  auto engine = Runtime().load(Builder().build(*smallCnn(), config).plan);
+  auto context = engine->createExecutionContext();
+  context->setGraphCapture(true);
+  const HostTensor x = test::randomFloats({2, 3, 8, 8}, 80);
+  HostTensor y(DataType::kFloat32, {2, 5});
+  context->setInputShape("x", x.dims());
+  context->setTensorAddress("x", const_cast<void*>(x.rawData()));
+  context->setTensorAddress("y", y.rawData());
+  EXPECT_NO_THROW(context->execute());
+  try {
+    context->execute();
+    FAIL() << "the CPU backend cannot record graphs";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot record"), std::string::npos) << e.what();
+  }
+  context->setGraphCapture(false);
+  EXPECT_NO_THROW(context->execute());
+  const HostTensor want = ReferenceExecutor(smallCnn()).run({{"x", Value(x)}}).at("y").tensor;
+  EXPECT_LE(relativeL2(y, want), 1e-5);
+}

@@ -20,6 +20,7 @@ struct PerformanceOptions {
   bool dataTransfers = true;      // copy inputs in and outputs out each run (false: compute only)
   int streams = 1;                // contexts running at once, each on its own stream and thread
   int layerProfileRuns = 20;      // profiled runs for per-layer times (0: none)
+  bool cudaGraph = false;         // replay each context's launches as a CUDA graph
 };
 
 // Milliseconds over the timed runs.
@@ -32,6 +33,7 @@ struct PerformanceReport {
   std::string inputShapes;  // "x:1x3x224x224,..."
   int streams = 1;
   bool dataTransfers = true;
+  bool cudaGraph = false;
   int64_t runs = 0;         // timed runs over every stream
   double wallSeconds = 0;   // of the timed period
   double throughput = 0;    // runs per second over every stream

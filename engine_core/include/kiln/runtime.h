@@ -46,6 +46,7 @@ class OutputBufferAllocator {
 };
 
 class ExecutionContext;
+class Stream;
 struct EnginePlan;
 struct EngineProgram;
 struct SlotState;
@@ -104,6 +105,12 @@ class ExecutionContext {
   // backend runs synchronously.
   void enqueue(void* stream);
   void execute() { enqueue(nullptr); }
+  // CUDA graphs: after a warm-up run for the current shapes and addresses, enqueue records the
+  // launch once and replays the recording from then on (re-recorded when shapes or addresses
+  // change). Throws naming the layers when the engine synchronises inside (data-dependent shapes,
+  // host layers between device ones) or the backend cannot record. Off while a profiler or tensor
+  // observer is set.
+  void setGraphCapture(bool enabled);
 
   // Convenience for hosts without manual binding: copies host inputs in, runs, returns host outputs.
   std::map<std::string, HostTensor> run(const std::map<std::string, HostTensor>& inputs);
@@ -112,6 +119,8 @@ class ExecutionContext {
   struct State;
   // The shape phase and binding, when shapes, shape-input values or addresses changed.
   void prepareShapes();
+  // The steps in plan order on their backends' streams (the engine backend's is `engine`).
+  void launchSteps(Stream& engine);
   const SlotState& slotState(int slot) const;
 
   std::shared_ptr<const EnginePlan> plan_;

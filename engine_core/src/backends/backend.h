@@ -181,6 +181,13 @@ class Step {
   virtual void enqueue(const StepArgs& args, Stream& stream) const = 0;
 };
 
+// What a stream's work was, recorded to replay it at once (a CUDA graph).
+class RecordedWork {
+ public:
+  virtual ~RecordedWork() = default;
+  virtual void launch(Stream& stream) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -227,6 +234,12 @@ class Backend {
     return createStream();
   }
   virtual std::unique_ptr<Event> createEvent() const = 0;
+  // Runs `work`, recording what it enqueues on `stream` instead of running it, for replay
+  // (CUDA graphs); nullptr where the backend cannot record.
+  virtual std::unique_ptr<RecordedWork> record(Stream& stream, const std::function<void()>& work) const {
+    (void)stream, (void)work;
+    return nullptr;
+  }
 };
 
 std::unique_ptr<Backend> makeCpuBackend();

@@ -81,6 +81,10 @@ struct ExecutionContext::State {
   std::map<const Backend*, std::pair<std::unique_ptr<Event>, std::unique_ptr<Event>>> layerEvents;
   bool shapesDirty = true;
   bool addressesDirty = false;  // only input/output addresses changed: views are patched, shapes kept
+  uint64_t bindings = 0;         // counts re-bindings (new shapes or addresses)
+  bool graphCapture = false;
+  uint64_t graphBindings = ~uint64_t(0);  // the binding the recording (or its warm-up) was made for
+  std::unique_ptr<RecordedWork> graph;
   size_t resolvedUpTo = 0;  // layers [0, resolvedUpTo) have known shapes and bound memory
   size_t staticUpTo = 0;    // how far the shape phase gets before a run (the rest depends on data)
   std::map<int, std::vector<uint8_t>> shapeInputsRead;  // host shape inputs' bytes the shape phase read
@@ -278,9 +282,11 @@ void ExecutionContext::prepareShapes() {
     st.memory.bind(st.slots, 0, st.outputAllocators);
     st.shapesDirty = false;
     st.addressesDirty = false;
+    ++st.bindings;
   } else if (st.addressesDirty) {
     st.memory.rebindAddresses(st.slots);
     st.addressesDirty = false;
+    ++st.bindings;
   }
 }
 
@@ -288,13 +294,6 @@ void ExecutionContext::enqueue(void* native) {
   const EngineProgram& p = *program_;
   State& st = *state_;
   Stream* engineStream = &st.engineStream(p, native);
-  auto streamFor = [&](const Backend* backend) -> Stream& {
-    return backend == p.engine ? *engineStream : st.streamOf(backend);
-  };
-  auto waitForAll = [&] {
-    engineStream->synchronize();
-    for (auto& [backend, stream] : st.ownStreams) stream->synchronize();
-  };
   prepareShapes();
   for (const std::vector<int>* io : {&p.inputSlots, &p.outputSlots})
     for (int s : *io) {
@@ -306,6 +305,50 @@ void ExecutionContext::enqueue(void* native) {
                                                      toString(info.place.space) + " memory) before enqueue");
     }
   if (poisonArena) st.memory.poisonArenas(*engineStream);
+  if (st.graphCapture && !profiler_ && !observer_) {
+    if (!plan_->report.graphCapturable()) {
+      std::string layers;
+      for (const auto& name : plan_->report.synchronizingLayers) layers += (layers.empty() ? "'" : ", '") + name + "'";
+      throw Error(ErrorCode::kUnsupported, "the engine synchronises inside (at " + layers +
+                                               "), so it cannot run as a CUDA graph; run it without graph capture");
+    }
+    if (st.graphBindings != st.bindings) {  // new shapes or addresses: a plain run first, then record
+      st.graph.reset();
+      st.graphBindings = st.bindings;
+    } else {
+      if (!st.graph) {
+        st.graph = p.engine->record(*engineStream, [&] { launchSteps(*engineStream); });
+        if (!st.graph)
+          throw Error(ErrorCode::kUnsupported, "the " + p.engine->name() + " backend cannot record its work as a graph");
+      }
+      st.graph->launch(*engineStream);
+      if (p.engine->memorySpace() == MemorySpace::kDevice && !native) engineStream->synchronize();
+      return;
+    }
+  }
+  launchSteps(*engineStream);
+  if (p.engine->memorySpace() == MemorySpace::kDevice && !native) engineStream->synchronize();
+  for (size_t s = 0; s < st.slots.size(); ++s)  // the next run makes its own host objects
+    if (p.slots[s].object && !p.slots[s].graphInput) st.slots[s].ready = false;
+}
+
+void ExecutionContext::setGraphCapture(bool enabled) {
+  state_->graphCapture = enabled;
+  state_->graph.reset();
+  state_->graphBindings = ~uint64_t(0);
+}
+
+void ExecutionContext::launchSteps(Stream& engine) {
+  const EngineProgram& p = *program_;
+  State& st = *state_;
+  Stream* engineStream = &engine;
+  auto streamFor = [&](const Backend* backend) -> Stream& {
+    return backend == p.engine ? *engineStream : st.streamOf(backend);
+  };
+  auto waitForAll = [&] {
+    engineStream->synchronize();
+    for (auto& [backend, stream] : st.ownStreams) stream->synchronize();
+  };
   // What the last run learned from data does not hold for this one.
   if (st.resolvedUpTo != st.staticUpTo) {
     for (size_t s = 0; s < st.slots.size(); ++s)
@@ -380,9 +423,6 @@ void ExecutionContext::enqueue(void* native) {
       profiler_->reportLayerTime(layer.layer->name, events.second->millisecondsSince(*events.first));
     }
   }
-  if (p.engine->memorySpace() == MemorySpace::kDevice && !native) engineStream->synchronize();
-  for (size_t s = 0; s < st.slots.size(); ++s)  // the next run makes its own host objects
-    if (p.slots[s].object && !p.slots[s].graphInput) st.slots[s].ready = false;
 }
 
 }  // namespace kiln

@@ -7,10 +7,42 @@
 #include "cuda_device.h"
 #include "cuda_ops.h"
 
+#include <functional>
 #include <memory>
 
 namespace kiln::cuda {
 namespace {
+
+// A CUDA graph of a stream's work, instantiated once and launched on any stream.
+class CudaGraph : public RecordedWork {
+ public:
+  CudaGraph(cudaStream_t stream, const std::function<void()>& work) {
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "starting to capture a CUDA graph");
+    try {
+      work();
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(stream, &broken);
+      if (broken) cudaGraphDestroy(broken);
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamEndCapture(stream, &graph), "capturing the engine's launches as a CUDA graph (a step that "
+                                                "cannot be captured, such as a copy from pageable memory)");
+    const cudaError_t status = cudaGraphInstantiate(&executable_, graph, 0);
+    cudaGraphDestroy(graph);
+    check(status, "instantiating the CUDA graph");
+  }
+  ~CudaGraph() override {
+    if (executable_) cudaGraphExecDestroy(executable_);
+  }
+  void launch(Stream& stream) override {
+    check(cudaGraphLaunch(executable_, nativeStream(stream)), "launching the engine's CUDA graph");
+  }
+
+ private:
+  cudaGraphExec_t executable_ = nullptr;
+};
 
 class CudaBackend : public Backend {
  public:
@@ -74,6 +106,9 @@ class CudaBackend : public Backend {
     return std::make_unique<CudaStream>(static_cast<cudaStream_t>(native));
   }
   std::unique_ptr<Event> createEvent() const override { return std::make_unique<CudaEvent>(); }
+  std::unique_ptr<RecordedWork> record(Stream& stream, const std::function<void()>& work) const override {
+    return std::make_unique<CudaGraph>(nativeStream(stream), work);
+  }
 
  private:
   mutable CudaDevice device_;
