@@ -115,4 +115,17 @@ TEST(GeneratorsAgreement, TriluUpperAndLowerAtEveryDiagonal) {
     }
 }
 
+// The kernel reads int32 and int64 indices; the CPU runs OneHot on float ones.
+TEST(GeneratorsAgreement, OneHotOfFloatIndicesRunsOnTheCpu) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  ModelBuilder mb(11);
+  mb.input("i", kFloat, {5}).output("y");
+  mb.initializer("depth", HostTensor::scalar<int64_t>(3)).initializer("values", HostTensor::fromVector<float>({2}, {0, 1}));
+  mb.node("OneHot", {"i", "depth", "values"}, {"y"}, "one_hot");
+  const auto agreement = test::expectBackendsAgree(
+      mb.bytes(), {{"i", HostTensor::fromVector<float>({5}, {0, 2, 1, -1, 2})}}, Precision::kFP32,
+      /*requireEveryLayerOnGpu=*/false);
+  EXPECT_FALSE(agreement.everyLayerOnGpu);
+}
+
 }  // namespace

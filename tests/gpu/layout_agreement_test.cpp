@@ -239,4 +239,16 @@ TEST(LayoutAgreement, DepthToSpaceAndSpaceToDepth) {
   }
 }
 
+// Above the kernels' 8 dims the CPU runs the layer.
+TEST(LayoutAgreement, TransposeOfNineDimsRunsOnTheCpu) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::vector<int64_t> dims = {1, 2, 1, 2, 1, 2, 1, 2, 3};
+  ModelBuilder mb;
+  mb.input("x", kFloat, dims).output("y");
+  mb.node("Transpose", {"x"}, {"y"}, "transpose");
+  const auto agreement = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(dims, 28)}}, Precision::kFP32,
+                                                   /*requireEveryLayerOnGpu=*/false);
+  EXPECT_FALSE(agreement.everyLayerOnGpu);
+}
+
 }  // namespace

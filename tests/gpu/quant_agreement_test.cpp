@@ -76,4 +76,16 @@ TEST(QuantAgreement, Int32InputsAndEightBitData) {
   }
 }
 
+// The kernels read float32, float16 and bfloat16 scales; the CPU takes a float64 one.
+TEST(QuantAgreement, Float64ScaleRunsOnTheCpu) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  ModelBuilder mb;
+  mb.input("x", kFloat, {2, 7}).output("q");
+  mb.initializer("scale", HostTensor::scalar<double>(0.03125));
+  mb.node("QuantizeLinear", {"x", "scale"}, {"q"}, "quantize");
+  const auto agreement = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats({2, 7}, 133, -2.0f, 2.0f)}},
+                                                   Precision::kFP32, /*requireEveryLayerOnGpu=*/false);
+  EXPECT_FALSE(agreement.everyLayerOnGpu);
+}
+
 }  // namespace

@@ -93,4 +93,16 @@ TEST(ViewsAgreement, DropoutInInferenceWithItsMask) {
   }
 }
 
+// A training_mode computed at run time cannot be checked before launch: the CPU runs that Dropout.
+TEST(ViewsAgreement, DropoutWithTrainingModeFromDataRunsOnTheCpu) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  ModelBuilder mb;
+  mb.input("x", kFloat, {4, 5}).input("training", kBool, {}).output("y");
+  mb.node("Dropout", {"x", "", "training"}, {"y"}, "dropout");
+  const auto agreement = test::expectBackendsAgree(
+      mb.bytes(), {{"x", test::randomFloats({4, 5}, 17)}, {"training", HostTensor::scalar<bool>(false)}},
+      Precision::kFP32, /*requireEveryLayerOnGpu=*/false);
+  EXPECT_FALSE(agreement.everyLayerOnGpu);
+}
+
 }  // namespace
