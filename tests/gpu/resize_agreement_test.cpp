@@ -1,7 +1,7 @@
 // CPU and CUDA engines agree on Resize (nearest, linear, cubic; the coordinate rules; scales or
 // sizes from weights and graph inputs; tf_crop_and_resize's roi and extrapolation; antialias;
 // keep_aspect_ratio_policy on some axes), Resize-10 and Upsample (opset 7's attribute, opset 9's input).
-// Scales are exact in fp16, which the builder narrows an fp16 layer's float weights to.
+// Scales that fp16 cannot hold (1.1, 1.3) stay float32 in fp16 engines, as shape parameters do.
 #include <kiln/shape.h>
 
 #include "gpu/agreement_models.h"
@@ -32,6 +32,7 @@ TEST(ResizeAgreement, ModesAndCoordinateRules) {
       {"linear", "align_corners", {1, 1, 1.25f, 2}, {}},
       {"linear", "pytorch_half_pixel", {}, {1, 2, 1, 9}},
       {"linear", "half_pixel_symmetric", {1, 1, 1.5f, 0.75f}, {}},
+      {"linear", "asymmetric", {1, 1, 1.1f, 1.3f}, {}},
       {"cubic", "half_pixel", {1, 1, 2, 2}, {}},
       {"cubic", "asymmetric", {}, {1, 2, 3, 11}},
       {"cubic", "align_corners", {1, 1, 0.5f, 1.5f}, {}},
