@@ -60,6 +60,7 @@ class ConstantOfShapeStep : public DataStep {
   void enqueue(const StepArgs& args, Stream& stream) const override {
     const TensorView& out = args.outputs[0];
     const cudaStream_t s = streamOf(stream);
+    if (out.elementCount() == 0) return;
     if (!value_.get()) return check(cudaMemsetAsync(out.data, 0, out.byteSize(), s), "zeroing its output");
     fill(out.data, out.elementCount(), inType(value_.get(), value_.dtype, out.dtype, 1, args.workspace, s), out.dtype, s);
   }
