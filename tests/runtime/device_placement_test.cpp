@@ -126,6 +126,55 @@ TEST(TestDevice, EnginesGetCastLayersAndMatchTheReference) {
   }
 }
 
+// A float32 weight read by an fp16 layer and by an fp32 one (Greater's bool output keeps it fp32):
+// device steps read exactly their storage type, so each reader gets the weight in its own.
+TEST(TestDevice, AWeightSharedByFp16AndFp32LayersIsStoredForEach) {
+  ModelBuilder mb;
+  mb.input("a", kFloat, {2, 3}).output("y").output("g");
+  mb.initializer("w", test::randomFloats({2, 3}, 5));
+  ModelBuilder::setInt(mb.node("Concat", {"a", "w"}, {"y"}, "concat"), "axis", 0);
+  mb.node("Greater", {"a", "w"}, {"g"}, "greater");
+  auto network = OnnxImporter().importBytes(mb.bytes());
+  BuilderConfig config;
+  config.backend = BackendKind::kTestDevice;
+  config.allowFP16 = true;
+  BuildResult built = Builder().build(*network, config);
+  std::map<std::string, std::string> weightType;
+  for (const auto& l : built.report.layers)
+    if (l.name == "concat" || l.name == "greater") weightType[l.name] = l.inputs.at(1).dtype;
+  EXPECT_EQ(weightType["concat"], "float16");
+  EXPECT_EQ(weightType["greater"], "float32");
+  const HostTensor a = test::randomFloats({2, 3}, 6);
+  const auto want = ReferenceExecutor(network).run({{"a", Value(a)}});
+  const auto got = Runtime().load(built.plan)->createExecutionContext()->run({{"a", a}});
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(got.at("y").data<float>()[6 + i], want.at("y").tensor.data<float>()[6 + i], 1e-3) << i;
+    EXPECT_EQ(got.at("g").data<bool>()[i], want.at("g").tensor.data<bool>()[i]) << i;
+  }
+}
+
+// Weights that shape inference reads stay float32 in an fp16 engine: 1.1 in fp16 is 1.0996, which
+// would make Resize's output 10 wide instead of the model's 11.
+TEST(TestDevice, ShapeParametersKeepTheirValuesInFp16Engines) {
+  ModelBuilder mb;
+  mb.input("x", kFloat, {1, 1, 10, 10}).output("y");
+  mb.initializer("scales", HostTensor::fromVector<float>({4}, {1, 1, 1.1f, 1.1f}));
+  mb.node("Resize", {"x", "", "scales"}, {"y"}, "resize");
+  auto network = OnnxImporter().importBytes(mb.bytes());
+  BuilderConfig config;
+  config.backend = BackendKind::kTestDevice;
+  config.allowFP16 = true;
+  BuildResult built = Builder().build(*network, config);
+  for (const auto& l : built.report.layers)
+    if (l.name == "resize") {
+      EXPECT_EQ(l.precision, "fp16");
+      EXPECT_EQ(l.inputs.at(2).dtype, "float32");
+    }
+  const HostTensor x = test::randomFloats({1, 1, 10, 10}, 7);
+  const auto got = Runtime().load(built.plan)->createExecutionContext()->run({{"x", x}});
+  EXPECT_EQ(got.at("y").dims(), (std::vector<int64_t>{1, 1, 11, 11}));
+}
+
 TEST(TestDevice, RefusedLayersFallBackToTheCpuBehindCopies) {
   RefusedOps refused("MaxPool,Softmax");
   auto network = smallCnn();

@@ -63,23 +63,47 @@ std::string buildFlags(const BuilderConfig& c) {
 }
 
 // Weights read only by reduced-precision layers are stored in that precision in the plan (the CPU
-// backend widens them again when it prepares its steps).
+// backend widens them again when it prepares its steps). A weight that float32 readers share with
+// reduced-precision ones stays wide for them and gets a narrowed copy for the others: device steps
+// read exactly their storage type, weights included. Weights that shape inference reads as values
+// (Resize's scales, Range's delta) keep their float32 values, which decide output dims.
 void narrowWeights(Network& network, const std::vector<PlannedLayer>& layers) {
-  std::map<std::string, DataType> storage;  // constant -> narrowest type all its readers accept
-  std::set<std::string> keepWide;
-  for (size_t i = 0; i < network.layers().size(); ++i)
-    for (const auto& in : network.layers()[i].inputs) {
-      const Tensor* t = in.empty() ? nullptr : network.findTensor(in);
+  struct Reader {
+    size_t layer, input;
+  };
+  std::map<std::string, std::map<DataType, std::vector<Reader>>> readers;  // constant -> wanted type -> readers
+  for (size_t i = 0; i < network.layers().size(); ++i) {
+    const auto& inputs = network.layers()[i].inputs;
+    std::vector<bool> valuesRead;
+    bool inferred = false;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const Tensor* t = inputs[k].empty() ? nullptr : network.findTensor(inputs[k]);
       if (!t || !t->isConstant() || t->dtype != DataType::kFloat32) continue;
-      const DataType want =
-          layers[i].phase == LayerPhase::kShape ? DataType::kFloat32 : storageTypeOf(layers[i].precision);
-      if (want == DataType::kFloat32) keepWide.insert(in);
-      else storage[in] = want;
+      DataType want = layers[i].phase == LayerPhase::kShape ? DataType::kFloat32 : storageTypeOf(layers[i].precision);
+      if (want != DataType::kFloat32 && !inferred) {
+        network.inferLayer(i, {}, &valuesRead);  // the network is typed: this only asks what it reads
+        inferred = true;
+      }
+      if (k < valuesRead.size() && valuesRead[k]) want = DataType::kFloat32;
+      readers[inputs[k]][want].push_back({i, k});
     }
-  for (const auto& [name, type] : storage) {
-    if (keepWide.count(name)) continue;
-    Tensor& t = network.tensor(name);
-    t.constant = narrowInPlace(t.constant->clone(), type);
+  }
+  for (const auto& [name, byType] : readers) {
+    const bool shared = byType.count(DataType::kFloat32) != 0;
+    for (const auto& [type, list] : byType) {
+      if (type == DataType::kFloat32) continue;
+      Tensor narrowed = network.tensor(name);
+      narrowed.constant = narrowInPlace(narrowed.constant->clone(), type);
+      if (!shared) {
+        network.tensor(name) = std::move(narrowed);
+        continue;
+      }
+      std::string copy = name + ":" + std::string(toString(type));
+      for (int n = 2; network.findTensor(copy); ++n) copy = name + ":" + std::string(toString(type)) + "." + std::to_string(n);
+      narrowed.name = copy;
+      network.addTensor(copy) = std::move(narrowed);
+      for (const Reader& r : list) network.layers()[r.layer].inputs[r.input] = copy;
+    }
   }
 }
 

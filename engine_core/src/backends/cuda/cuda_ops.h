@@ -57,7 +57,14 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
 
 #define KILN_CUDA_OP_FAMILIES(X) \
   X(Conversion)                  \
-  X(Elementwise)
+  X(Elementwise)                 \
+  X(Views)                       \
+  X(Layout)                      \
+  X(Generators)                  \
+  X(Indexing)                    \
+  X(Resize)                      \
+  X(Pool)                        \
+  X(Quant)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)

@@ -1,5 +1,6 @@
 // CPU kernels that rearrange data into a new dense tensor. Transpose, Slice, Expand, Tile,
 // DepthToSpace and SpaceToDepth are all one strided copy with different source strides.
+#include "../../common/tensor_shape_ops.h"
 #include "tensor_shape_kernels.h"
 
 #include <kernels/cpu/layout/pad.h>
@@ -124,11 +125,7 @@ void padInto(const HostTensor& in, HostTensor& out, const std::vector<int64_t>& 
 void padKernel(KernelContext& ctx) {
   const HostTensor& in = ctx.input(0);
   HostTensor& out = ctx.allocateOutput(0);
-  std::string modeName = ctx.layer().attrString("mode", "constant");
-  kernels::PadMode mode = modeName == "reflect" ? kernels::PadMode::kReflect
-                          : modeName == "edge"  ? kernels::PadMode::kEdge
-                          : modeName == "wrap"  ? kernels::PadMode::kWrap
-                                                : kernels::PadMode::kConstant;
+  const kernels::PadMode mode = padModeOf(ctx.layer());
   HostTensor constant(in.dtype(), {});
   if (ctx.opset() >= 11 && ctx.hasInput(2) && ctx.input(2).elementCount() > 0) {
     if (ctx.input(2).dtype() != in.dtype()) ctx.fail("constant_value must have the data's type");

@@ -1,5 +1,6 @@
 // CPU kernels of the indexed ops. Indices are validated here (an out-of-range index fails naming
 // it); the kernels in kernels/cpu/layout receive in-range offsets.
+#include "../../common/tensor_shape_ops.h"
 #include "tensor_shape_kernels.h"
 
 #include <kernels/cpu/layout/gather_scatter.h>
@@ -95,17 +96,13 @@ void scatterInto(KernelContext& ctx, const std::vector<int64_t>& offsets, int64_
     ctx.fail("updates of shape " + dimsToString(updates.dims()) + " must hold " +
              std::to_string(int64_t(offsets.size()) * sliceSize) + " elements for these indices");
   HostTensor out = data.clone();
-  std::string name = ctx.layer().attrString("reduction", "none");
-  if (name == "none") {
+  const kernels::ScatterReduction reduction = scatterReductionOf(ctx.layer());
+  if (reduction == kernels::ScatterReduction::kNone) {
     dispatchStorage(data.dtype(), [&](auto tag) {
       using T = decltype(tag);
       kernels::scatterSlices(elementsAs<T>(out), elementsAs<T>(updates), offsets.data(), int64_t(offsets.size()), sliceSize);
     });
   } else {
-    auto reduction = name == "add" ? kernels::ScatterReduction::kAdd
-                     : name == "mul" ? kernels::ScatterReduction::kMul
-                     : name == "max" ? kernels::ScatterReduction::kMax
-                                     : kernels::ScatterReduction::kMin;
     dispatchNumeric(data.dtype(), [&](auto tag) {
       using T = decltype(tag);
       kernels::scatterSlicesReduce(out.data<T>(), updates.data<T>(), offsets.data(), int64_t(offsets.size()),

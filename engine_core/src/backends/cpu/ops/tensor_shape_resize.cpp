@@ -1,4 +1,5 @@
 // CPU kernels of Resize and Upsample over kernels/cpu/resize.
+#include "../../common/tensor_shape_ops.h"
 #include "tensor_shape_kernels.h"
 
 #include <kernels/cpu/resize/resize.h>
@@ -6,37 +7,7 @@
 namespace kiln::tensor_shape {
 namespace {
 
-using kernels::CoordinateMode;
-using kernels::NearestMode;
 using kernels::ResizeMode;
-
-kernels::ResizeOptions resizeOptions(const Layer& layer) {
-  kernels::ResizeOptions options;
-  std::string mode = layer.attrString("mode", "nearest");
-  options.mode = mode == "nearest" ? ResizeMode::kNearest : mode == "cubic" ? ResizeMode::kCubic : ResizeMode::kLinear;
-  if (layer.opType == "Upsample" || layer.opsetVersion < 11) {  // no coordinate attributes yet
-    options.coordinates = CoordinateMode::kAsymmetric;
-    options.nearest = NearestMode::kSimple;
-    return options;
-  }
-  std::string coordinates = layer.attrString("coordinate_transformation_mode", "half_pixel");
-  options.coordinates = coordinates == "half_pixel_symmetric" ? CoordinateMode::kHalfPixelSymmetric
-                        : coordinates == "pytorch_half_pixel" ? CoordinateMode::kPytorchHalfPixel
-                        : coordinates == "align_corners"      ? CoordinateMode::kAlignCorners
-                        : coordinates == "asymmetric"         ? CoordinateMode::kAsymmetric
-                        : coordinates == "tf_half_pixel_for_nn" ? CoordinateMode::kTfHalfPixelForNn
-                        : coordinates == "tf_crop_and_resize" ? CoordinateMode::kTfCropAndResize
-                                                              : CoordinateMode::kHalfPixel;
-  std::string nearest = layer.attrString("nearest_mode", "round_prefer_floor");
-  options.nearest = nearest == "round_prefer_ceil" ? NearestMode::kRoundPreferCeil
-                    : nearest == "floor"           ? NearestMode::kFloor
-                    : nearest == "ceil"            ? NearestMode::kCeil
-                                                   : NearestMode::kRoundPreferFloor;
-  options.cubicCoeffA = layer.attrFloat("cubic_coeff_a", -0.75f);
-  options.excludeOutside = layer.attrInt("exclude_outside", 0) != 0;
-  options.antialias = layer.attrInt("antialias", 0) != 0;
-  return options;
-}
 
 void resizeKernel(KernelContext& ctx) {
   const HostTensor& in = ctx.input(0);
@@ -44,7 +15,7 @@ void resizeKernel(KernelContext& ctx) {
   if (out.elementCount() == 0) return;
   if (in.elementCount() == 0) ctx.fail("cannot resize an empty input of shape " + dimsToString(in.dims()));
   auto geometry = *resizeGeometry(ctx.layer(), in.dims(), valuesOf(ctx));
-  kernels::ResizeOptions options = resizeOptions(ctx.layer());
+  kernels::ResizeOptions options = resizeOptionsOf(ctx.layer());
   std::vector<kernels::AxisSampling> axes;
   for (size_t d = 0; d < in.rank(); ++d)
     axes.push_back(kernels::sampleAxis(in.dim(d), out.dim(d), geometry.scales[d], geometry.roiStart[d],

@@ -1,0 +1,34 @@
+#pragma once
+// Small pieces the agreement tests share when they build models and inputs.
+#include <kiln/builder_config.h>
+#include <kiln/host_tensor.h>
+
+#include "common/test_models.h"
+#include "onnx/tensor_proto.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+// The precisions float ops are checked at: fp32, and fp16 (Cast layers around fp16 storage).
+inline constexpr Precision kFloatPrecisions[] = {Precision::kFP32, Precision::kFP16};
+
+// A TENSOR attribute (ConstantOfShape's value).
+inline void setTensorAttr(onnx::NodeProto& node, const std::string& name, const HostTensor& value) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::TENSOR);
+  *a->mutable_t() = onnx_import::tensorToProto(value, name);
+}
+
+inline HostTensor int64s(std::vector<int64_t> dims, const std::vector<int64_t>& values) {
+  return HostTensor::fromVector<int64_t>(std::move(dims), values);
+}
+
+inline HostTensor int32s(std::vector<int64_t> dims, const std::vector<int64_t>& values) {
+  return HostTensor::fromVector<int32_t>(std::move(dims), std::vector<int32_t>(values.begin(), values.end()));
+}
+
+}  // namespace kiln::test
