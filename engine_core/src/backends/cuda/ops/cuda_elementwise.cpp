@@ -1,6 +1,7 @@
 // Elementwise ops on the GPU: math functions and activations, broadcasting arithmetic,
 // comparisons and logic, Pow, Where, Clip, Not, IsNaN, IsInf and the variadic Sum/Mean/Min/Max,
 // each one kernel from kernels/cuda/elementwise with the CPU's op choice for the layer.
+#include "../../../ops/elementwise.h"
 #include "../../common/elementwise_ops.h"
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
@@ -35,7 +36,9 @@ class BinaryStep : public CudaStep {
       : CudaStep(layer, tactic, signature, device), op_(*binaryOpOf(layer)) {}
   void enqueue(const StepArgs& args, Stream& stream) const override {
     const TensorView &a = args.inputs[0], &b = args.inputs[1], &out = args.outputs[0];
-    check(k::launchBinary(op_, input(args, 0), a.dims, input(args, 1), b.dims, out.data, out.dims, elementType(a),
+    // Before opset 7 B broadcasts along `axis` (and PRelu's slope along the channels), as on the CPU.
+    const std::vector<int64_t> bDims = alignLegacyBroadcast(layer_, a.dims.size(), b.dims);
+    check(k::launchBinary(op_, input(args, 0), a.dims, input(args, 1), bDims, out.data, out.dims, elementType(a),
                           streamOf(stream)));
   }
 
