@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,9 +56,23 @@ SupportVerdict ranksWithinLimit(const LayerSignature& tensors);
 // The first verdict that says no, else yes.
 SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
 
+// Library tactics name the layer's precision ("cublaslt.gemm.tf32.h0"): FP32 and TF32 activations
+// are stored alike, so only the tactic tells the step which math to use, and which type to
+// prepare the weights in before the first launch.
+const char* precisionTag(Precision precision);  // "fp32", "tf32", "fp16", "bf16"
+// The precision a tactic id names; throws kInvalidArgument naming the layer when it names none
+// (a plan from another Kiln: rebuild it).
+Precision tacticPrecision(const Layer& layer, const Tactic& tactic);
+// The storage type of a tensor declared `declared` in a layer computed in `precision`: float32
+// activations are stored in the precision's type, others as declared (the builder's rule).
+DataType storageOf(DataType declared, Precision precision);
+
 #define KILN_CUDA_OP_FAMILIES(X) \
   X(Conversion)                  \
-  X(Elementwise)
+  X(Elementwise)                 \
+  X(MatMul)                      \
+  X(Conv)                        \
+  X(Attention)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)
