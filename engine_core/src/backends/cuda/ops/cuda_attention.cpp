@@ -45,6 +45,7 @@ std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dim
 // One set of input dims: the products per chunk, the chunks, and the workspace they use.
 struct AttentionPlan {
   int64_t lq = 0, lk = 0, d = 0, dv = 0;
+  bool kTransposed = false;  // K given as [..., D, Lk]
   int64_t chunk = 1;  // batch-heads per chunk: the product of the trailing batch dims from `split`
   size_t split = 0;
   std::vector<int64_t> scoreDims;     // one chunk's scores: [trailing batch dims..., Lq, Lk]
@@ -60,8 +61,8 @@ struct AttentionPlan {
 };
 
 AttentionPlan planOf(const Layer& layer, DataType storage, const std::vector<int64_t>& q,
-                     const std::vector<int64_t>& kDims, const std::vector<int64_t>& v,
-                     const std::vector<int64_t>* mask) {
+                     const std::vector<int64_t>& kDims, const std::vector<int64_t>& v, const std::vector<int64_t>* mask,
+                     uint64_t scoresBudget = kScoresBudget) {
   const bool kTransposed = layer.attrInt("k_transposed", 0) != 0;
   const size_t rank = q.size();
   if (rank < 2 || kDims.size() != rank || v.size() != rank)
@@ -72,6 +73,7 @@ AttentionPlan planOf(const Layer& layer, DataType storage, const std::vector<int
       throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q, K and V must have the same batch dims; got " +
                                                    dimsText(q) + ", " + dimsText(kDims) + ", " + dimsText(v));
   AttentionPlan p;
+  p.kTransposed = kTransposed;
   p.lq = q[rank - 2];
   p.d = q[rank - 1];
   p.lk = kTransposed ? kDims[rank - 1] : kDims[rank - 2];
@@ -87,7 +89,7 @@ AttentionPlan planOf(const Layer& layer, DataType storage, const std::vector<int
   const uint64_t perHead = uint64_t(p.lq) * uint64_t(p.lk) *
                            (4 + (p.narrowProbabilities ? byteSize(storage) : 0) + (p.hasMask ? 1 : 0));
   p.split = rank - 2;
-  while (p.split > 0 && uint64_t(product(q, p.split - 1, rank - 2)) * perHead <= kScoresBudget) --p.split;
+  while (p.split > 0 && uint64_t(product(q, p.split - 1, rank - 2)) * perHead <= scoresBudget) --p.split;
   p.chunk = product(q, p.split, rank - 2);
   p.chunks = product(q, 0, p.split);
   p.scoreDims.assign(q.begin() + std::ptrdiff_t(p.split), q.end() - 2);
@@ -137,7 +139,44 @@ AttentionPlan planOf(const Layer& layer, DataType storage, const std::vector<int
   return p;
 }
 
-// The two products of a chunk (scores = scale · q · kᵀ into fp32; y = p · v).
+cublasComputeType_t computeTypeOf(DataType storage, Precision precision) {
+  return storage == DataType::kFloat32 && precision == Precision::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                        : CUBLAS_COMPUTE_32F;
+}
+
+// A chunk's scores = q · kᵀ (scaled at launch), written in fp32 whatever `type` q and k have.
+GemmShape scoresShape(const AttentionPlan& p, cudaDataType_t type, cublasComputeType_t compute) {
+  GemmShape g;
+  g.m = p.lq;
+  g.n = p.lk;
+  g.k = p.d;
+  g.transB = !p.kTransposed;  // K is [Lk, D] (n × k): used transposed; [D, Lk] (k_transposed) as is
+  g.batch = p.chunk;
+  g.strideA = p.lq * p.d;
+  g.strideB = p.lk * p.d;
+  g.strideC = g.strideD = p.lq * p.lk;
+  g.abType = type;
+  g.cdType = CUDA_R_32F;
+  g.compute = compute;
+  return g;
+}
+
+// A chunk's y = probabilities · v.
+GemmShape valuesShape(const AttentionPlan& p, cudaDataType_t type, cublasComputeType_t compute) {
+  GemmShape g;
+  g.m = p.lq;
+  g.n = p.dv;
+  g.k = p.lk;
+  g.batch = p.chunk;
+  g.strideA = p.lq * p.lk;
+  g.strideB = p.lk * p.dv;
+  g.strideC = g.strideD = p.lq * p.dv;
+  g.abType = g.cdType = type;
+  g.compute = compute;
+  return g;
+}
+
+// The two products of a chunk.
 struct Variant {
   uint32_t alignment = 0;
   std::unique_ptr<LtGemm> scores, values;
@@ -174,7 +213,6 @@ class AttentionStep : public CudaStep {
         precision_(tacticPrecision(layer, tactic)),
         storage_(storageOf(outputDeclared(signature), precision_)),
         scale_(layer.attrFloat("scale", 1.0f)),
-        kTransposed_(layer.attrInt("k_transposed", 0) != 0),
         hasMask_(layer.attrInt("has_mask", 0) != 0 && layer.inputs.size() > kMask && !layer.inputs[kMask].empty()),
         name_(layer.describe()) {
     const auto type = cublasTypeOf(storage_);
@@ -186,7 +224,8 @@ class AttentionStep : public CudaStep {
   }
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
-    if (inputs.size() < 3) return 0;
+    if (inputs.size() < 3 || inputs[kQ].dims.empty() || inputs[kK].dims.empty() || inputs[kV].dims.empty())
+      return 0;  // dims not known yet: asked again when they are
     const AttentionPlan plan = planOf(layer_, storage_, inputs[kQ].dims, inputs[kK].dims, inputs[kV].dims,
                                       hasMask_ && inputs.size() > kMask ? &inputs[kMask].dims : nullptr);
     return plan.empty ? 0 : plan.cublasAt + kCublasWorkspaceBytes;
@@ -287,41 +326,6 @@ class AttentionStep : public CudaStep {
     return *state.shapes.back();
   }
 
-  GemmShape scoresShape(const AttentionPlan& p) const {
-    GemmShape g;
-    g.m = p.lq;
-    g.n = p.lk;
-    g.k = p.d;
-    g.transB = !kTransposed_;  // K is [Lk, D] (n × k): used transposed; [D, Lk] (k_transposed) as is
-    g.batch = p.chunk;
-    g.strideA = p.lq * p.d;
-    g.strideB = p.lk * p.d;
-    g.strideC = g.strideD = p.lq * p.lk;
-    g.abType = type_;
-    g.cdType = CUDA_R_32F;
-    g.compute = computeType();
-    return g;
-  }
-
-  GemmShape valuesShape(const AttentionPlan& p) const {
-    GemmShape g;
-    g.m = p.lq;
-    g.n = p.dv;
-    g.k = p.lk;
-    g.batch = p.chunk;
-    g.strideA = p.lq * p.lk;
-    g.strideB = p.lk * p.dv;
-    g.strideC = g.strideD = p.lq * p.dv;
-    g.abType = g.cdType = type_;
-    g.compute = computeType();
-    return g;
-  }
-
-  cublasComputeType_t computeType() const {
-    return storage_ == DataType::kFloat32 && precision_ == Precision::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                          : CUBLAS_COMPUTE_32F;
-  }
-
   Variant& variantFor(ShapeEntry& entry, uint32_t alignment, uint64_t budget) const {
     for (auto& v : entry.variants)
       if (v->alignment == alignment) return *v;
@@ -339,8 +343,9 @@ class AttentionStep : public CudaStep {
       algo = results[0].algo;
       workspace = results[0].workspaceSize;
     };
-    if (entry.plan.d > 0) choose(v->scores, scoresShape(entry.plan), v->scoresAlgo, v->scoresWorkspace);
-    choose(v->values, valuesShape(entry.plan), v->valuesAlgo, v->valuesWorkspace);
+    const cublasComputeType_t compute = computeTypeOf(storage_, precision_);
+    if (entry.plan.d > 0) choose(v->scores, scoresShape(entry.plan, type_, compute), v->scoresAlgo, v->scoresWorkspace);
+    choose(v->values, valuesShape(entry.plan, type_, compute), v->valuesAlgo, v->valuesWorkspace);
     entry.variants.push_back(std::move(v));
     return *entry.variants.back();
   }
@@ -349,7 +354,7 @@ class AttentionStep : public CudaStep {
   DataType storage_;
   cudaDataType_t type_ = CUDA_R_32F;
   float scale_;
-  bool kTransposed_, hasMask_;
+  bool hasMask_;
   std::string name_;  // layer.describe(), made once: launches build no strings
   DeviceCopy zero_;   // fp32 0, for masked rows
 };
