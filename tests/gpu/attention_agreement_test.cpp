@@ -22,9 +22,9 @@ struct AttentionCase {
   std::string name;
   std::vector<int64_t> batch;  // leading dims (batch, heads)
   int64_t lq, lk, d, dv;
-  bool kGivenTransposed;       // K as [..., D, Lk] (no Transpose in the model)
-  std::vector<int64_t> mask;   // empty: no mask
-  bool divide = true;          // scale as Div by sqrt(D) (else Mul by a constant)
+  bool kGivenTransposed;      // K as [..., D, Lk] (no Transpose in the model)
+  std::vector<int64_t> mask;  // empty: no mask
+  bool divide = true;         // scale as Div by sqrt(D) (else Mul by a constant)
 };
 
 std::vector<int64_t> withTail(std::vector<int64_t> dims, int64_t a, int64_t b) {

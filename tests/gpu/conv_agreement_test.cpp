@@ -62,7 +62,10 @@ const std::vector<ConvCase> kConvCases = {
     {"1-D strided, uneven pads", {1, 5, 20}, {6, 5, 4}, {{"pads", {2, 1}}, {"strides", {3}}}},
     {"2-D", {1, 3, 9, 11}, {5, 3, 3, 3}, {{"pads", {1, 1, 1, 1}}}},
     {"2-D no bias, no pads", {3, 4, 7, 6}, {2, 4, 2, 3}, {}, 1, "", false},
-    {"2-D strided and dilated", {2, 3, 13, 12}, {4, 3, 3, 2}, {{"strides", {2, 3}}, {"dilations", {2, 1}}, {"pads", {2, 1, 2, 1}}}},
+    {"2-D strided and dilated",
+     {2, 3, 13, 12},
+     {4, 3, 3, 2},
+     {{"strides", {2, 3}}, {"dilations", {2, 1}}, {"pads", {2, 1, 2, 1}}}},
     {"2-D uneven pads", {1, 2, 8, 9}, {3, 2, 3, 3}, {{"pads", {0, 1, 2, 0}}}},
     {"2-D grouped", {2, 6, 8, 7}, {9, 2, 3, 3}, {{"pads", {1, 1, 1, 1}}}, 3},
     {"2-D depthwise", {1, 8, 10, 9}, {8, 1, 3, 3}, {{"pads", {1, 1, 1, 1}}}, 8},
@@ -72,14 +75,19 @@ const std::vector<ConvCase> kConvCases = {
     {"2-D SAME_LOWER", {1, 3, 6, 6}, {2, 3, 4, 4}, {}, 1, "SAME_LOWER"},
     {"2-D VALID", {1, 3, 9, 8}, {2, 3, 3, 3}, {{"strides", {2, 1}}}, 1, "VALID"},
     {"3-D", {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, {{"pads", {1, 1, 1, 1, 1, 1}}}},
-    {"3-D strided, uneven pads, grouped", {2, 4, 6, 7, 5}, {6, 2, 2, 3, 3}, {{"strides", {1, 2, 2}}, {"pads", {0, 1, 0, 1, 0, 2}}}, 2},
+    {"3-D strided, uneven pads, grouped",
+     {2, 4, 6, 7, 5},
+     {6, 2, 2, 3, 3},
+     {{"strides", {1, 2, 2}}, {"pads", {0, 1, 0, 1, 0, 2}}},
+     2},
 };
 
 TEST(ConvAgreement, ForwardShapesAndAttributes) {
   KILN_REQUIRE_CUDA_BACKEND();
   for (const ConvCase& c : kConvCases)
     for (Precision precision : kPrecisions) {
-      SCOPED_TRACE("Conv " + c.name + " x " + dimsToString(c.x) + " w " + dimsToString(c.w) + " " + toString(precision));
+      SCOPED_TRACE("Conv " + c.name + " x " + dimsToString(c.x) + " w " + dimsToString(c.w) + " " +
+                   toString(precision));
       checkConv(c, "Conv", precision);
     }
 }
@@ -95,13 +103,19 @@ TEST(ConvAgreement, BFloat16) {
 const std::vector<ConvCase> kTransposeCases = {
     {"1-D", {2, 4, 9}, {4, 3, 3}, {{"pads", {1, 1}}}},
     {"2-D", {1, 4, 5, 6}, {4, 3, 3, 3}, {}},
-    {"2-D strided, output_padding", {1, 4, 5, 6}, {4, 3, 3, 3}, {{"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}, {"output_padding", {1, 1}}}},
+    {"2-D strided, output_padding",
+     {1, 4, 5, 6},
+     {4, 3, 3, 3},
+     {{"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}, {"output_padding", {1, 1}}}},
     {"2-D uneven pads", {2, 3, 6, 5}, {3, 2, 3, 4}, {{"strides", {2, 1}}, {"pads", {0, 2, 1, 0}}}},
     {"2-D output_shape", {1, 2, 4, 4}, {2, 3, 3, 3}, {{"strides", {2, 2}}, {"output_shape", {10, 8}}}},
     {"2-D grouped, dilated", {1, 6, 5, 7}, {6, 2, 3, 3}, {{"dilations", {2, 1}}, {"pads", {1, 0, 1, 0}}}, 3},
     {"2-D depthwise strided", {1, 4, 6, 6}, {4, 1, 4, 4}, {{"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}}, 4},
     {"2-D SAME_UPPER stride 2", {1, 3, 5, 7}, {3, 2, 3, 3}, {{"strides", {2, 2}}}, 1, "SAME_UPPER"},
-    {"2-D output_padding beyond the kernel", {1, 2, 3, 3}, {2, 2, 1, 1}, {{"strides", {3, 3}}, {"output_padding", {2, 1}}}},
+    {"2-D output_padding beyond the kernel",
+     {1, 2, 3, 3},
+     {2, 2, 1, 1},
+     {{"strides", {3, 3}}, {"output_padding", {2, 1}}}},
     {"3-D", {1, 2, 3, 4, 5}, {2, 3, 3, 3, 2}, {{"strides", {2, 1, 2}}, {"pads", {1, 0, 1, 1, 0, 0}}}},
 };
 
@@ -173,7 +187,9 @@ TEST(FusedConvAgreement, ActivationsAndResiduals) {
         for (Precision precision : kPrecisions) {
           if (activation.empty() && residual != Residual::kBefore) continue;  // nothing to fuse, or the same
           SCOPED_TRACE(std::string(op) + " + " + (activation.empty() ? "nothing" : activation) + ", residual " +
-                       (residual == Residual::kNone ? "none" : residual == Residual::kBefore ? "before" : "after") +
+                       (residual == Residual::kNone     ? "none"
+                        : residual == Residual::kBefore ? "before"
+                                                        : "after") +
                        " " + toString(precision));
           checkFusedConv(op, activation, residual, residual == Residual::kNone, precision);
         }

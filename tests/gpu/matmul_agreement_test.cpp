@@ -35,8 +35,10 @@ struct MatMulCase {
 std::string matMulModel(const MatMulCase& c, bool bIsWeight) {
   ModelBuilder mb;
   mb.input("a", kFloat, c.a).output("y");
-  if (bIsWeight) mb.initializer("b", test::randomFloats(c.b, 11));
-  else mb.input("b", kFloat, c.b);
+  if (bIsWeight)
+    mb.initializer("b", test::randomFloats(c.b, 11));
+  else
+    mb.input("b", kFloat, c.b);
   mb.node("MatMul", {"a", "b"}, {"y"}, "mm");
   return mb.bytes();
 }
@@ -50,11 +52,21 @@ std::map<std::string, HostTensor> matMulInputs(const MatMulCase& c, bool bIsWeig
 // Batch dims folded into M, strided batches (broadcast strides of 0 on either side), batch dims
 // looped over on the host, 1-D operands on either side and both.
 const std::vector<MatMulCase> kMatMulCases = {
-    {{3, 5}, {5, 7}},             {{1, 17, 33}, {33, 19}},      {{2, 3, 5}, {2, 5, 7}},
-    {{4, 1, 9}, {1, 9, 6}},       {{3, 9}, {4, 9, 6}},          {{2, 1, 3, 5}, {4, 5, 7}},
-    {{1, 4, 3, 5}, {2, 1, 5, 7}}, {{2, 3, 4, 6, 5}, {3, 1, 5, 7}}, {{5}, {5, 7}},
-    {{2, 3, 5}, {5}},             {{5}, {5}},                   {{3, 1, 5}, {5}},
-    {{2, 5}, {3, 5, 1}},          {{1, 1, 64}, {64, 40}},       {{6, 40, 24}, {6, 24, 1}},
+    {{3, 5}, {5, 7}},
+    {{1, 17, 33}, {33, 19}},
+    {{2, 3, 5}, {2, 5, 7}},
+    {{4, 1, 9}, {1, 9, 6}},
+    {{3, 9}, {4, 9, 6}},
+    {{2, 1, 3, 5}, {4, 5, 7}},
+    {{1, 4, 3, 5}, {2, 1, 5, 7}},
+    {{2, 3, 4, 6, 5}, {3, 1, 5, 7}},
+    {{5}, {5, 7}},
+    {{2, 3, 5}, {5}},
+    {{5}, {5}},
+    {{3, 1, 5}, {5}},
+    {{2, 5}, {3, 5, 1}},
+    {{1, 1, 64}, {64, 40}},
+    {{6, 40, 24}, {6, 24, 1}},
 };
 
 TEST(MatMulAgreement, ShapesBroadcastingAndOneDimOperands) {
@@ -62,9 +74,8 @@ TEST(MatMulAgreement, ShapesBroadcastingAndOneDimOperands) {
   for (const MatMulCase& c : kMatMulCases)
     for (Precision precision : kPrecisions)
       for (bool bIsWeight : {false, true}) {
-        SCOPED_TRACE(traceOf("MatMul " + dimsToString(c.a) + " x " + dimsToString(c.b) +
-                                 (bIsWeight ? " (B a weight)" : ""),
-                             precision));
+        SCOPED_TRACE(traceOf(
+            "MatMul " + dimsToString(c.a) + " x " + dimsToString(c.b) + (bIsWeight ? " (B a weight)" : ""), precision));
         auto agreement = test::expectBackendsAgree(matMulModel(c, bIsWeight), matMulInputs(c, bIsWeight), precision);
         expectOnCublas(agreement, "MatMul");
       }
@@ -93,7 +104,8 @@ TEST(MatMulAgreement, EveryHeuristicCandidateAgrees) {
     ASSERT_NE(mm, nullptr);
     EXPECT_FALSE(mm->tacticCandidates.empty());
     for (const TacticCandidate& candidate : mm->tacticCandidates) {
-      SCOPED_TRACE(traceOf(dimsToString(c.a) + " x " + dimsToString(c.b) + " forced to " + candidate.tactic, precision));
+      SCOPED_TRACE(
+          traceOf(dimsToString(c.a) + " x " + dimsToString(c.b) + " forced to " + candidate.tactic, precision));
       test::AgreementOptions options;
       options.precision = precision;
       options.forcedTactics = {{"mm", candidate.tactic}};
@@ -115,10 +127,14 @@ struct GemmC {
 TEST(GemmAgreement, TransposesAlphaBetaAndEveryCShape) {
   KILN_REQUIRE_CUDA_BACKEND();
   const int64_t M = 7, K = 13, N = 9;
-  const std::vector<GemmC> cs = {{"no C", {}, false, false},         {"C [N] weight", {N}, true, true},
-                                 {"C [1,N] input", {1, N}, true, false}, {"C [M,1] input", {M, 1}, true, false},
-                                 {"C [M,N] input", {M, N}, true, false}, {"C [M,N] weight", {M, N}, true, true},
-                                 {"C scalar weight", {}, true, true},    {"C [1] input", {1}, true, false}};
+  const std::vector<GemmC> cs = {{"no C", {}, false, false},
+                                 {"C [N] weight", {N}, true, true},
+                                 {"C [1,N] input", {1, N}, true, false},
+                                 {"C [M,1] input", {M, 1}, true, false},
+                                 {"C [M,N] input", {M, N}, true, false},
+                                 {"C [M,N] weight", {M, N}, true, true},
+                                 {"C scalar weight", {}, true, true},
+                                 {"C [1] input", {1}, true, false}};
   const std::vector<std::pair<float, float>> scales = {{1.0f, 1.0f}, {0.5f, 2.0f}, {1.5f, 0.0f}};
   for (int transA = 0; transA < 2; ++transA)
     for (int transB = 0; transB < 2; ++transB)
@@ -138,8 +154,10 @@ TEST(GemmAgreement, TransposesAlphaBetaAndEveryCShape) {
             std::vector<std::string> gemmInputs{"a", "b"};
             if (c.present) {
               HostTensor value = c.dims.empty() ? HostTensor::scalar<float>(0.75f) : test::randomFloats(c.dims, 22);
-              if (c.weight) mb.initializer("c", value);
-              else mb.input("c", kFloat, c.dims), inputs["c"] = value;
+              if (c.weight)
+                mb.initializer("c", value);
+              else
+                mb.input("c", kFloat, c.dims), inputs["c"] = value;
               gemmInputs.push_back("c");
             }
             auto& gemm = mb.node("Gemm", gemmInputs, {"y"}, "gemm");
@@ -200,7 +218,7 @@ struct FusedCase {
   bool bias;
   std::string activation;  // "" for none
   Residual residual;
-  bool gemmBase = false;   // Gemm(transB = 1) instead of MatMul (x must be 2-D)
+  bool gemmBase = false;  // Gemm(transB = 1) instead of MatMul (x must be 2-D)
 };
 
 std::string fusedModel(const FusedCase& c, std::vector<int64_t>& outDims) {
@@ -254,8 +272,8 @@ void checkFused(const FusedCase& c, Precision precision) {
   }
 }
 
-const std::vector<std::string> kActivations = {"",        "Relu",      "Sigmoid", "Tanh",     "LeakyRelu", "HardSigmoid",
-                                               "HardSwish", "Clip",    "Gelu",    "GeluTanh", "SiLU"};
+const std::vector<std::string> kActivations = {"",          "Relu", "Sigmoid", "Tanh",     "LeakyRelu", "HardSigmoid",
+                                               "HardSwish", "Clip", "Gelu",    "GeluTanh", "SiLU"};
 
 TEST(FusedMatMulAgreement, BiasAndEveryActivation) {
   KILN_REQUIRE_CUDA_BACKEND();

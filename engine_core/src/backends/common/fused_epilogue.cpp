@@ -10,13 +10,17 @@ namespace kiln {
 
 std::optional<kernels::Activation> activationNamed(const std::string& name) {
   using kernels::Activation;
-  static const std::map<std::string, Activation> byName = {
-      {"", Activation::kNone},           {"Relu", Activation::kRelu},
-      {"Clip", Activation::kClip},       {"Sigmoid", Activation::kSigmoid},
-      {"HardSigmoid", Activation::kHardSigmoid}, {"HardSwish", Activation::kHardSwish},
-      {"SiLU", Activation::kSiLU},       {"Gelu", Activation::kGelu},
-      {"GeluTanh", Activation::kGeluTanh}, {"LeakyRelu", Activation::kLeakyRelu},
-      {"Tanh", Activation::kTanh}};
+  static const std::map<std::string, Activation> byName = {{"", Activation::kNone},
+                                                           {"Relu", Activation::kRelu},
+                                                           {"Clip", Activation::kClip},
+                                                           {"Sigmoid", Activation::kSigmoid},
+                                                           {"HardSigmoid", Activation::kHardSigmoid},
+                                                           {"HardSwish", Activation::kHardSwish},
+                                                           {"SiLU", Activation::kSiLU},
+                                                           {"Gelu", Activation::kGelu},
+                                                           {"GeluTanh", Activation::kGeluTanh},
+                                                           {"LeakyRelu", Activation::kLeakyRelu},
+                                                           {"Tanh", Activation::kTanh}};
   auto it = byName.find(name);
   if (it == byName.end()) return std::nullopt;
   return it->second;
@@ -27,8 +31,8 @@ FusedEpilogue readFusedEpilogue(const Layer& layer) {
   const std::string name = layer.attrString(fused::kActivation, "");
   const auto activation = activationNamed(name);
   if (!activation)
-    throw Error(ErrorCode::kInvalidModel, layer.describe() + ": unknown activation '" + name + "'; expected one of " +
-                                              kActivationNames);
+    throw Error(ErrorCode::kInvalidModel,
+                layer.describe() + ": unknown activation '" + name + "'; expected one of " + kActivationNames);
   e.activation = *activation;
   e.alpha = layer.attrFloat(fused::kActivationAlpha, 0.0f);
   e.beta = layer.attrFloat(fused::kActivationBeta, 0.0f);

@@ -26,10 +26,14 @@ void checkCublas(cublasStatus_t status, const std::string& what) {
 
 std::optional<cudaDataType_t> cublasTypeOf(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return CUDA_R_32F;
-    case DataType::kFloat16: return CUDA_R_16F;
-    case DataType::kBFloat16: return CUDA_R_16BF;
-    default: return std::nullopt;
+    case DataType::kFloat32:
+      return CUDA_R_32F;
+    case DataType::kFloat16:
+      return CUDA_R_16F;
+    case DataType::kBFloat16:
+      return CUDA_R_16BF;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -84,10 +88,14 @@ LtGemm::LtGemm(const GemmShape& shape) : shape_(shape) {
           what + " (cublasLtMatrixLayoutSetAttribute STRIDED_BATCH_OFFSET)");
     };
     // Column-major rows × cols with ld = rows: a dense row-major cols × rows matrix.
-    if (shape.transB) layout(ltA_, shape.abType, shape.k, shape.n, shape.strideB);
-    else layout(ltA_, shape.abType, shape.n, shape.k, shape.strideB);
-    if (shape.transA) layout(ltB_, shape.abType, shape.m, shape.k, shape.strideA);
-    else layout(ltB_, shape.abType, shape.k, shape.m, shape.strideA);
+    if (shape.transB)
+      layout(ltA_, shape.abType, shape.k, shape.n, shape.strideB);
+    else
+      layout(ltA_, shape.abType, shape.n, shape.k, shape.strideB);
+    if (shape.transA)
+      layout(ltB_, shape.abType, shape.m, shape.k, shape.strideA);
+    else
+      layout(ltB_, shape.abType, shape.k, shape.m, shape.strideA);
     layout(ltC_, shape.cdType, shape.n, shape.m, shape.strideC);
     layout(ltD_, shape.cdType, shape.n, shape.m, shape.strideD);
   } catch (...) {
@@ -144,9 +152,10 @@ std::vector<cublasLtMatmulHeuristicResult_t> LtGemm::heuristics(cublasLtHandle_t
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) return {};
   checkCublas(status, what + " (cublasLtMatmulAlgoGetHeuristic)");
   results.resize(size_t(std::max(returned, 0)));
-  results.erase(std::remove_if(results.begin(), results.end(),
-                               [](const cublasLtMatmulHeuristicResult_t& r) { return r.state != CUBLAS_STATUS_SUCCESS; }),
-                results.end());
+  results.erase(
+      std::remove_if(results.begin(), results.end(),
+                     [](const cublasLtMatmulHeuristicResult_t& r) { return r.state != CUBLAS_STATUS_SUCCESS; }),
+      results.end());
   return results;
 }
 
@@ -158,13 +167,13 @@ std::optional<uint64_t> LtGemm::check(cublasLtHandle_t handle, const cublasLtMat
   return uint64_t(result.workspaceSize);
 }
 
-void LtGemm::run(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo, float alpha, const void* a,
-                 const void* b, float beta, const void* c, void* d, const void* bias, void* workspace,
-                 uint64_t workspaceBytes, cudaStream_t stream, const std::string& what) {
+void LtGemm::run(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo, float alpha, const void* a, const void* b,
+                 float beta, const void* c, void* d, const void* bias, void* workspace, uint64_t workspaceBytes,
+                 cudaStream_t stream, const std::string& what) {
   setBias(bias);
   // cuBLASLt's operands in its roles: its A is Kiln's B, its B Kiln's A (see the header).
-  const cublasStatus_t status = cublasLtMatmul(handle, desc_, &alpha, b, ltA_, a, ltB_, &beta, c, ltC_, d, ltD_,
-                                               &algo, workspace, size_t(workspaceBytes), stream);
+  const cublasStatus_t status = cublasLtMatmul(handle, desc_, &alpha, b, ltA_, a, ltB_, &beta, c, ltC_, d, ltD_, &algo,
+                                               workspace, size_t(workspaceBytes), stream);
   if (status != CUBLAS_STATUS_SUCCESS)  // the message is only built on failure: launches allocate nothing
     checkCublas(status, what + ": cublasLtMatmul on a " + shape_.describe() + " product");
 }
@@ -178,8 +187,8 @@ uint32_t commonAlignment(std::initializer_list<uint64_t> addressesAndOffsets) {
 namespace {
 
 constexpr char kPayloadMagic[4] = {'K', 'L', 'T', '1'};
-constexpr size_t kPayloadBytes = sizeof(kPayloadMagic) + sizeof(uint64_t) * 2 + sizeof(uint32_t) * 2 +
-                                 sizeof(cublasLtMatmulAlgo_t);
+constexpr size_t kPayloadBytes =
+    sizeof(kPayloadMagic) + sizeof(uint64_t) * 2 + sizeof(uint32_t) * 2 + sizeof(cublasLtMatmulAlgo_t);
 
 }  // namespace
 

@@ -19,7 +19,8 @@ ElementwiseEpilogue::ElementwiseEpilogue(const Layer& layer, DataType storage, C
     : layer_(layer), storage_(storage), type_(k::ElementType::kFloat32) {
   const auto type = elementTypeOf(storage);
   if (!type || (storage != DataType::kFloat32 && storage != DataType::kFloat16 && storage != DataType::kBFloat16))
-    throw Error(ErrorCode::kUnsupported, layer.describe() + ": the CUDA epilogue takes float32, float16 or bfloat16, not " +
+    throw Error(ErrorCode::kUnsupported, layer.describe() +
+                                             ": the CUDA epilogue takes float32, float16 or bfloat16, not " +
                                              std::string(toString(storage)));
   type_ = *type;
   if (layer.domain == fused::kDomain) epilogue_ = readFusedEpilogue(layer);
@@ -55,23 +56,40 @@ void ElementwiseEpilogue::apply(void* y, const std::vector<int64_t>& dims, const
       check(k::launchUnary(op, y, out, count, type_, params, stream), "applying its activation");
     };
     switch (epilogue_.activation) {
-      case Activation::kNone: break;
-      case Activation::kRelu: unary(kernels::UnaryOp::kRelu, y); break;
+      case Activation::kNone:
+        break;
+      case Activation::kRelu:
+        unary(kernels::UnaryOp::kRelu, y);
+        break;
       case Activation::kClip:
         check(k::launchClip(y, y, count, type_, clipLow_.get(), clipHigh_.get(), stream), "applying its activation");
         break;
-      case Activation::kSigmoid: unary(kernels::UnaryOp::kSigmoid, y); break;
-      case Activation::kHardSigmoid: unary(kernels::UnaryOp::kHardSigmoid, y); break;
-      case Activation::kHardSwish: unary(kernels::UnaryOp::kHardSwish, y); break;
+      case Activation::kSigmoid:
+        unary(kernels::UnaryOp::kSigmoid, y);
+        break;
+      case Activation::kHardSigmoid:
+        unary(kernels::UnaryOp::kHardSigmoid, y);
+        break;
+      case Activation::kHardSwish:
+        unary(kernels::UnaryOp::kHardSwish, y);
+        break;
       case Activation::kSiLU:  // x * sigmoid(x), the sigmoid in the scratch
         unary(kernels::UnaryOp::kSigmoid, scratch);
         check(k::launchBinary(kernels::BinaryOp::kMul, y, dims, scratch, dims, y, dims, type_, stream),
               "applying its activation");
         break;
-      case Activation::kGelu: unary(kernels::UnaryOp::kGelu, y); break;
-      case Activation::kGeluTanh: unary(kernels::UnaryOp::kGeluTanh, y); break;
-      case Activation::kLeakyRelu: unary(kernels::UnaryOp::kLeakyRelu, y); break;
-      case Activation::kTanh: unary(kernels::UnaryOp::kTanh, y); break;
+      case Activation::kGelu:
+        unary(kernels::UnaryOp::kGelu, y);
+        break;
+      case Activation::kGeluTanh:
+        unary(kernels::UnaryOp::kGeluTanh, y);
+        break;
+      case Activation::kLeakyRelu:
+        unary(kernels::UnaryOp::kLeakyRelu, y);
+        break;
+      case Activation::kTanh:
+        unary(kernels::UnaryOp::kTanh, y);
+        break;
     }
   }
   if (work.residualAfter) add(work.residualAfter, dims, "adding its residual");

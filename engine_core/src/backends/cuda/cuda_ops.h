@@ -6,6 +6,7 @@
 #include "../../common/registry.h"
 #include "../backend.h"
 #include "cuda_device.h"
+#include "cuda_precision.h"
 
 #include <functional>
 #include <memory>
@@ -55,17 +56,6 @@ SupportVerdict allOfTypes(const LayerSignature& tensors, std::initializer_list<D
 SupportVerdict ranksWithinLimit(const LayerSignature& tensors);
 // The first verdict that says no, else yes.
 SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
-
-// Library tactics name the layer's precision ("cublaslt.gemm.tf32.h0"): FP32 and TF32 activations
-// are stored alike, so only the tactic tells the step which math to use, and which type to
-// prepare the weights in before the first launch.
-const char* precisionTag(Precision precision);  // "fp32", "tf32", "fp16", "bf16"
-// The precision a tactic id names; throws kInvalidArgument naming the layer when it names none
-// (a plan from another Kiln: rebuild it).
-Precision tacticPrecision(const Layer& layer, const Tactic& tactic);
-// The storage type of a tensor declared `declared` in a layer computed in `precision`: float32
-// activations are stored in the precision's type, others as declared (the builder's rule).
-DataType storageOf(DataType declared, Precision precision);
 
 #define KILN_CUDA_OP_FAMILIES(X) \
   X(Conversion)                  \

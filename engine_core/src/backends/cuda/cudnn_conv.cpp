@@ -29,7 +29,8 @@ std::vector<int> toInts(const std::vector<int64_t>& values, const std::string& w
   std::vector<int> out;
   for (int64_t v : values) {
     if (v < 0 || v > INT_MAX)
-      throw Error(ErrorCode::kUnsupported, what + ": the value " + std::to_string(v) + " does not fit cuDNN's int dims");
+      throw Error(ErrorCode::kUnsupported,
+                  what + ": the value " + std::to_string(v) + " does not fit cuDNN's int dims");
     out.push_back(int(v));
   }
   return out;
@@ -80,9 +81,12 @@ void checkCudnn(cudnnStatus_t status, const std::string& what) {
 
 cudnnDataType_t cudnnTypeOf(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return CUDNN_DATA_FLOAT;
-    case DataType::kFloat16: return CUDNN_DATA_HALF;
-    case DataType::kBFloat16: return CUDNN_DATA_BFLOAT16;
+    case DataType::kFloat32:
+      return CUDNN_DATA_FLOAT;
+    case DataType::kFloat16:
+      return CUDNN_DATA_HALF;
+    case DataType::kBFloat16:
+      return CUDNN_DATA_BFLOAT16;
     default:
       throw Error(ErrorCode::kUnsupported,
                   "cuDNN convolutions take float32, float16 or bfloat16, not " + std::string(toString(type)));
@@ -119,7 +123,8 @@ CudnnConvolution::CudnnConvolution(const ConvProblem& problem) : problem_(proble
     checkCudnn(cudnnSetConvolutionNdDescriptor(convDesc_, int(pads.size()), pads.data(), strides.data(),
                                                dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                what + " (cudnnSetConvolutionNdDescriptor)");
-    checkCudnn(cudnnSetConvolutionGroupCount(convDesc_, int(problem.groups)), what + " (cudnnSetConvolutionGroupCount)");
+    checkCudnn(cudnnSetConvolutionGroupCount(convDesc_, int(problem.groups)),
+               what + " (cudnnSetConvolutionGroupCount)");
     checkCudnn(cudnnSetConvolutionMathType(convDesc_, problem.allowTensorOps ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
                what + " (cudnnSetConvolutionMathType)");
     // The forward convolution's output (from y for a transposed one) must be what Kiln worked out.
@@ -208,16 +213,16 @@ CudnnConvolution::Algorithm CudnnConvolution::choose(cudnnHandle_t handle, uint6
 void CudnnConvolution::run(cudnnHandle_t handle, const Algorithm& algorithm, const void* x, const void* w, void* y,
                            void* workspace, uint64_t workspaceBytes, const std::string& what) const {
   const float alpha = 1.0f, beta = 0.0f;  // float scaling for float, half and bfloat16 data
-  const cudnnStatus_t status =
-      problem_.backwardData
-          ? cudnnConvolutionBackwardData(handle, &alpha, wDesc_, w, xDesc_, x, convDesc_,
-                                         cudnnConvolutionBwdDataAlgo_t(algorithm.algo), workspace,
-                                         size_t(workspaceBytes), &beta, yDesc_, y)
-          : cudnnConvolutionForward(handle, &alpha, xDesc_, x, wDesc_, w, convDesc_,
-                                    cudnnConvolutionFwdAlgo_t(algorithm.algo), workspace, size_t(workspaceBytes),
-                                    &beta, yDesc_, y);
+  const cudnnStatus_t status = problem_.backwardData
+                                   ? cudnnConvolutionBackwardData(handle, &alpha, wDesc_, w, xDesc_, x, convDesc_,
+                                                                  cudnnConvolutionBwdDataAlgo_t(algorithm.algo),
+                                                                  workspace, size_t(workspaceBytes), &beta, yDesc_, y)
+                                   : cudnnConvolutionForward(handle, &alpha, xDesc_, x, wDesc_, w, convDesc_,
+                                                             cudnnConvolutionFwdAlgo_t(algorithm.algo), workspace,
+                                                             size_t(workspaceBytes), &beta, yDesc_, y);
   if (status != CUDNN_STATUS_SUCCESS)  // the message is built on failure only: launches allocate nothing
-    checkCudnn(status, what + ": " + (problem_.backwardData ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward") +
+    checkCudnn(status, what + ": " +
+                           (problem_.backwardData ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward") +
                            " with algorithm " + std::to_string(algorithm.algo) + " on a " + problem_.describe());
 }
 

@@ -28,7 +28,7 @@ cudnnDataType_t cudnnTypeOf(DataType type);
 // output's dims and w is [x channels, y channels / groups, kernel...].
 struct ConvProblem {
   bool backwardData = false;
-  std::vector<int64_t> x, w, y;  // N, C, spatial... (1 to 3 spatial dims)
+  std::vector<int64_t> x, w, y;                   // N, C, spatial... (1 to 3 spatial dims)
   std::vector<int64_t> pads, strides, dilations;  // per spatial dim; pads on both sides
   int64_t groups = 1;
   DataType type = DataType::kFloat32;

@@ -11,6 +11,7 @@
 #include "../cublaslt_matmul.h"
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
+#include "attention_plan.h"
 
 #include <kernels/cuda/elementwise/binary.h>
 #include <kernels/cuda/elementwise/cast.h>
@@ -27,154 +28,6 @@ namespace {
 namespace k = kernels::cuda;
 
 constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;
-constexpr uint64_t kScoresBudget = uint64_t(256) << 20;
-constexpr uint64_t kAlignment = 256;
-
-uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
-enum Input : size_t { kQ = 0, kK = 1, kV = 2, kMask = 3 };
-
-int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t i = begin; i < end; ++i) n *= dims[i];
-  return n;
-}
-
-std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }
-
-// One set of input dims: the products per chunk, the chunks, and the workspace they use.
-struct AttentionPlan {
-  int64_t lq = 0, lk = 0, d = 0, dv = 0;
-  bool kTransposed = false;  // K given as [..., D, Lk]
-  int64_t chunk = 1;  // batch-heads per chunk: the product of the trailing batch dims from `split`
-  size_t split = 0;
-  std::vector<int64_t> scoreDims;     // one chunk's scores: [trailing batch dims..., Lq, Lk]
-  std::vector<int64_t> maskDims;      // the mask as it broadcasts against scoreDims
-  std::vector<int64_t> maskOffsets;   // per chunk, elements into the mask
-  int64_t chunks = 1;
-  bool hasMask = false, narrowProbabilities = false, empty = false;
-  int64_t maskElements = 0;
-  // Workspace: scores (fp32), probabilities (storage type, when narrower), NaN flags (with a
-  // mask), the mask widened to fp32 (when stored narrower), then cuBLASLt's.
-  uint64_t scoresAt = 0, probabilitiesAt = 0, flagsAt = 0, maskAt = 0, cublasAt = 0;
-  uint64_t offsetBits = 0;  // every chunk's operand offsets in bytes, OR-ed (pointer alignment)
-};
-
-AttentionPlan planOf(const Layer& layer, DataType storage, const std::vector<int64_t>& q,
-                     const std::vector<int64_t>& kDims, const std::vector<int64_t>& v, const std::vector<int64_t>* mask,
-                     uint64_t scoresBudget = kScoresBudget) {
-  const bool kTransposed = layer.attrInt("k_transposed", 0) != 0;
-  const size_t rank = q.size();
-  if (rank < 2 || kDims.size() != rank || v.size() != rank)
-    throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q, K and V must have one rank, 2 or more; got " +
-                                                 dimsText(q) + ", " + dimsText(kDims) + ", " + dimsText(v));
-  for (size_t i = 0; i + 2 < rank; ++i)
-    if (kDims[i] != q[i] || v[i] != q[i])
-      throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q, K and V must have the same batch dims; got " +
-                                                   dimsText(q) + ", " + dimsText(kDims) + ", " + dimsText(v));
-  AttentionPlan p;
-  p.kTransposed = kTransposed;
-  p.lq = q[rank - 2];
-  p.d = q[rank - 1];
-  p.lk = kTransposed ? kDims[rank - 1] : kDims[rank - 2];
-  p.dv = v[rank - 1];
-  if ((kTransposed ? kDims[rank - 2] : kDims[rank - 1]) != p.d || v[rank - 2] != p.lk)
-    throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q " + dimsText(q) + ", K " + dimsText(kDims) +
-                                                 " and V " + dimsText(v) + " do not agree on the head and key dims");
-  const int64_t batch = product(q, 0, rank - 2);
-  p.empty = batch * p.lq * p.dv == 0;
-  p.narrowProbabilities = storage != DataType::kFloat32;
-  p.hasMask = mask != nullptr;
-  // Chunks of whole trailing batch dims, as many as fit the budget (at least one batch-head).
-  const uint64_t perHead = uint64_t(p.lq) * uint64_t(p.lk) *
-                           (4 + (p.narrowProbabilities ? byteSize(storage) : 0) + (p.hasMask ? 1 : 0));
-  p.split = rank - 2;
-  while (p.split > 0 && uint64_t(product(q, p.split - 1, rank - 2)) * perHead <= scoresBudget) --p.split;
-  p.chunk = product(q, p.split, rank - 2);
-  p.chunks = product(q, 0, p.split);
-  p.scoreDims.assign(q.begin() + std::ptrdiff_t(p.split), q.end() - 2);
-  p.scoreDims.push_back(p.lq);
-  p.scoreDims.push_back(p.lk);
-  p.maskOffsets.assign(size_t(p.chunks), 0);
-  if (mask) {
-    if (mask->size() > rank)
-      throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": the mask " + dimsText(*mask) +
-                                                   " has more dims than the scores");
-    // The mask right-aligned against the scores [batch..., Lq, Lk], with its strides (0 where it
-    // broadcasts); the chunks' offsets come from the leading dims, the rest broadcasts per chunk.
-    std::vector<int64_t> full(rank, 1), strides(rank, 0);
-    std::copy(mask->begin(), mask->end(), full.begin() + std::ptrdiff_t(rank - mask->size()));
-    std::vector<int64_t> scores(q.begin(), q.end() - 2);
-    scores.push_back(p.lq);
-    scores.push_back(p.lk);
-    int64_t stride = 1;
-    for (size_t i = rank; i-- > 0;) {
-      if (full[i] != 1 && full[i] != scores[i])
-        throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": the mask " + dimsText(*mask) +
-                                                     " does not broadcast to the scores " + dimsText(scores));
-      strides[i] = full[i] == 1 ? 0 : stride;
-      stride *= full[i];
-    }
-    p.maskElements = stride;
-    p.maskDims.assign(full.begin() + std::ptrdiff_t(p.split), full.end());
-    for (int64_t c = 0; c < p.chunks; ++c) {
-      int64_t rest = c, offset = 0;
-      for (size_t i = p.split; i-- > 0;) {
-        offset += (rest % q[i]) * strides[i];
-        rest /= q[i];
-      }
-      p.maskOffsets[size_t(c)] = offset;
-    }
-  }
-  const uint64_t scoreElements = uint64_t(p.chunk) * uint64_t(p.lq) * uint64_t(p.lk);
-  p.scoresAt = 0;
-  p.probabilitiesAt = alignUp(scoreElements * 4);
-  p.flagsAt = p.probabilitiesAt + (p.narrowProbabilities ? alignUp(scoreElements * byteSize(storage)) : 0);
-  p.maskAt = p.flagsAt + (p.hasMask ? alignUp(scoreElements) : 0);
-  p.cublasAt = p.maskAt + (p.hasMask && storage != DataType::kFloat32 ? alignUp(uint64_t(p.maskElements) * 4) : 0);
-  const uint64_t bytes = byteSize(storage);
-  for (int64_t c = 0; c < p.chunks; ++c)
-    for (int64_t matrix : {p.lq * p.d, p.lk * p.d, p.lk * p.dv, p.lq * p.dv})
-      p.offsetBits |= uint64_t(c * p.chunk * matrix) * bytes;
-  return p;
-}
-
-cublasComputeType_t computeTypeOf(DataType storage, Precision precision) {
-  return storage == DataType::kFloat32 && precision == Precision::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                        : CUBLAS_COMPUTE_32F;
-}
-
-// A chunk's scores = q · kᵀ (scaled at launch), written in fp32 whatever `type` q and k have.
-GemmShape scoresShape(const AttentionPlan& p, cudaDataType_t type, cublasComputeType_t compute) {
-  GemmShape g;
-  g.m = p.lq;
-  g.n = p.lk;
-  g.k = p.d;
-  g.transB = !p.kTransposed;  // K is [Lk, D] (n × k): used transposed; [D, Lk] (k_transposed) as is
-  g.batch = p.chunk;
-  g.strideA = p.lq * p.d;
-  g.strideB = p.lk * p.d;
-  g.strideC = g.strideD = p.lq * p.lk;
-  g.abType = type;
-  g.cdType = CUDA_R_32F;
-  g.compute = compute;
-  return g;
-}
-
-// A chunk's y = probabilities · v.
-GemmShape valuesShape(const AttentionPlan& p, cudaDataType_t type, cublasComputeType_t compute) {
-  GemmShape g;
-  g.m = p.lq;
-  g.n = p.dv;
-  g.k = p.lk;
-  g.batch = p.chunk;
-  g.strideA = p.lq * p.lk;
-  g.strideB = p.lk * p.dv;
-  g.strideC = g.strideD = p.lq * p.dv;
-  g.abType = g.cdType = type;
-  g.compute = compute;
-  return g;
-}
 
 // The two products of a chunk.
 struct Variant {
@@ -209,25 +62,29 @@ DataType outputDeclared(const LayerSignature& signature) {
 class AttentionStep : public CudaStep {
  public:
   AttentionStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
-      : CudaStep(layer, tactic, signature, device, storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
+      : CudaStep(layer, tactic, signature, device,
+                 storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
         precision_(tacticPrecision(layer, tactic)),
         storage_(storageOf(outputDeclared(signature), precision_)),
         scale_(layer.attrFloat("scale", 1.0f)),
-        hasMask_(layer.attrInt("has_mask", 0) != 0 && layer.inputs.size() > kMask && !layer.inputs[kMask].empty()),
+        hasMask_(layer.attrInt("has_mask", 0) != 0 && layer.inputs.size() > kAttentionMask &&
+                 !layer.inputs[kAttentionMask].empty()),
         name_(layer.describe()) {
     const auto type = cublasTypeOf(storage_);
     if (!type)
-      throw Error(ErrorCode::kUnsupported, name_ + ": attention takes float32, float16 or bfloat16, not " +
-                                               std::string(toString(storage_)));
+      throw Error(ErrorCode::kUnsupported,
+                  name_ + ": attention takes float32, float16 or bfloat16, not " + std::string(toString(storage_)));
     type_ = *type;
     zero_ = deviceScalar(device.allocator, 0.0f, DataType::kFloat32);
   }
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
-    if (inputs.size() < 3 || inputs[kQ].dims.empty() || inputs[kK].dims.empty() || inputs[kV].dims.empty())
+    if (inputs.size() < 3 || inputs[kAttentionQ].dims.empty() || inputs[kAttentionK].dims.empty() ||
+        inputs[kAttentionV].dims.empty())
       return 0;  // dims not known yet: asked again when they are
-    const AttentionPlan plan = planOf(layer_, storage_, inputs[kQ].dims, inputs[kK].dims, inputs[kV].dims,
-                                      hasMask_ && inputs.size() > kMask ? &inputs[kMask].dims : nullptr);
+    const AttentionPlan plan =
+        attentionPlanOf(layer_, storage_, inputs[kAttentionQ].dims, inputs[kAttentionK].dims, inputs[kAttentionV].dims,
+                        hasMask_ && inputs.size() > kAttentionMask ? &inputs[kAttentionMask].dims : nullptr);
     return plan.empty ? 0 : plan.cublasAt + kCublasWorkspaceBytes;
   }
 
@@ -244,8 +101,9 @@ class AttentionStep : public CudaStep {
     const uint64_t bytes = byteSize(storage_);
     if (p.lk == 0)  // softmax over no keys: nothing to sum, as the CPU's products give
       return check(cudaMemsetAsync(out.data, 0, uint64_t(out.elementCount()) * bytes, s), "zeroing its output");
-    const char *q = static_cast<const char*>(input(args, kQ)), *kp = static_cast<const char*>(input(args, kK)),
-               *v = static_cast<const char*>(input(args, kV));
+    const char *q = static_cast<const char*>(input(args, kAttentionQ)),
+               *kp = static_cast<const char*>(input(args, kAttentionK)),
+               *v = static_cast<const char*>(input(args, kAttentionV));
     char* y = static_cast<char*>(out.data);
     if (args.workspaceBytes < p.cublasAt)
       throw Error(ErrorCode::kInternal, name_ + ": its workspace of " + std::to_string(args.workspaceBytes) +
@@ -261,11 +119,12 @@ class AttentionStep : public CudaStep {
     const float* mask = nullptr;
     if (p.hasMask) {
       if (storage_ == DataType::kFloat32) {
-        mask = static_cast<const float*>(input(args, kMask));
+        mask = static_cast<const float*>(input(args, kAttentionMask));
       } else {  // the mask widened to fp32 once, for the fp32 scores
         // A weight's upload is in the storage type; an activation arrives in it too.
-        const DataType stored = weightType(kMask) != DataType::kUndefined ? weightType(kMask) : args.inputs[kMask].dtype;
-        check(k::launchCast(input(args, kMask), *elementTypeOf(stored), workspace + p.maskAt,
+        const DataType stored = weightType(kAttentionMask) != DataType::kUndefined ? weightType(kAttentionMask)
+                                                                                   : args.inputs[kAttentionMask].dtype;
+        check(k::launchCast(input(args, kAttentionMask), *elementTypeOf(stored), workspace + p.maskAt,
                             k::ElementType::kFloat32, p.maskElements, s),
               "widening its mask");
         mask = reinterpret_cast<const float*>(workspace + p.maskAt);
@@ -283,8 +142,8 @@ class AttentionStep : public CudaStep {
                             variant.scoresWorkspace, s, name_);
       }
       if (mask)
-        check(k::launchBinary(kernels::BinaryOp::kAdd, scores, p.scoreDims, mask + p.maskOffsets[size_t(c)],
-                              p.maskDims, scores, p.scoreDims, k::ElementType::kFloat32, s),
+        check(k::launchBinary(kernels::BinaryOp::kAdd, scores, p.scoreDims, mask + p.maskOffsets[size_t(c)], p.maskDims,
+                              scores, p.scoreDims, k::ElementType::kFloat32, s),
               "adding its mask");
       // In place: each thread reads an element before it writes it, after its line's reductions.
       check(k::launchSoftmax(kernels::SoftmaxKind::kSoftmax, scores, scores, p.chunk * p.lq, p.lk, 1,
@@ -315,13 +174,14 @@ class AttentionStep : public CudaStep {
       if (sameDims(entry->inputDims, args.inputs)) return *entry;
     auto entry = std::make_unique<ShapeEntry>();
     for (const TensorView& view : args.inputs) entry->inputDims.push_back(view.dims);
-    entry->plan = planOf(layer_, storage_, args.inputs[kQ].dims, args.inputs[kK].dims, args.inputs[kV].dims,
-                         hasMask_ ? &args.inputs[kMask].dims : nullptr);
-    std::vector<int64_t> expected(args.inputs[kQ].dims.begin(), args.inputs[kQ].dims.end() - 1);
+    entry->plan =
+        attentionPlanOf(layer_, storage_, args.inputs[kAttentionQ].dims, args.inputs[kAttentionK].dims,
+                        args.inputs[kAttentionV].dims, hasMask_ ? &args.inputs[kAttentionMask].dims : nullptr);
+    std::vector<int64_t> expected(args.inputs[kAttentionQ].dims.begin(), args.inputs[kAttentionQ].dims.end() - 1);
     expected.push_back(entry->plan.dv);
     if (expected != args.outputs[0].dims)
-      throw Error(ErrorCode::kInternal, name_ + ": its output is " + dimsText(args.outputs[0].dims) + ", not " +
-                                            dimsText(expected));
+      throw Error(ErrorCode::kInternal,
+                  name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " + dimsToString(expected));
     state.shapes.push_back(std::move(entry));
     return *state.shapes.back();
   }
@@ -343,7 +203,7 @@ class AttentionStep : public CudaStep {
       algo = results[0].algo;
       workspace = results[0].workspaceSize;
     };
-    const cublasComputeType_t compute = computeTypeOf(storage_, precision_);
+    const cublasComputeType_t compute = attentionComputeType(storage_, precision_);
     if (entry.plan.d > 0) choose(v->scores, scoresShape(entry.plan, type_, compute), v->scoresAlgo, v->scoresWorkspace);
     choose(v->values, valuesShape(entry.plan, type_, compute), v->valuesAlgo, v->valuesWorkspace);
     entry.variants.push_back(std::move(v));
@@ -364,11 +224,13 @@ std::vector<Tactic> attentionTactics(const Layer& layer, Precision precision, co
   tactic.id = std::string("cuda.attention.") + precisionTag(precision);
   tactic.workspaceBytes = kCublasWorkspaceBytes;
   try {
-    if (inputs.dims.size() >= 3 && !inputs.dims[kQ].empty() && !inputs.dims[kK].empty() && !inputs.dims[kV].empty()) {
-      const bool mask = layer.attrInt("has_mask", 0) != 0 && inputs.dims.size() > kMask;
+    if (inputs.dims.size() >= 3 && !inputs.dims[kAttentionQ].empty() && !inputs.dims[kAttentionK].empty() &&
+        !inputs.dims[kAttentionV].empty()) {
+      const bool mask = layer.attrInt("has_mask", 0) != 0 && inputs.dims.size() > kAttentionMask;
       const DataType storage = storageOf(inputs.types.empty() ? DataType::kFloat32 : inputs.types[0], precision);
-      const AttentionPlan plan = planOf(layer, storage, inputs.dims[kQ], inputs.dims[kK], inputs.dims[kV],
-                                        mask ? &inputs.dims[kMask] : nullptr);
+      const AttentionPlan plan =
+          attentionPlanOf(layer, storage, inputs.dims[kAttentionQ], inputs.dims[kAttentionK], inputs.dims[kAttentionV],
+                          mask ? &inputs.dims[kAttentionMask] : nullptr);
       tactic.workspaceBytes += plan.cublasAt;
     }
   } catch (const Error&) {

@@ -13,11 +13,11 @@
 // cuDNN's heuristic picks the algorithm, once per shape and execution context, within 256 MiB of
 // workspace; the layer has one tactic per precision.
 #include "../../../ops/fused.h"
-#include "../../common/conv_geometry.h"
 #include "../cuda_epilogue.h"
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
 #include "../cudnn_conv.h"
+#include "conv_plan.h"
 
 #include <kernels/cuda/layout/pad.h>
 
@@ -35,120 +35,13 @@ constexpr uint64_t kAlignment = 256;
 
 uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
-enum Input : size_t { kX = 0, kW = 1, kBias = 2, kResidual = 3 };
-
-bool inputPresent(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
-
 int64_t product(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;
 }
 
-// What a layer computes, from its attributes and precision.
-struct ConvSpec {
-  Layer base;  // the Conv / ConvTranspose (a fused layer's base)
-  bool transpose = false;
-  bool hasBias = false, hasResidual = false;
-  DataType storage = DataType::kFloat32;
-  bool allowTensorOps = true;
-};
-
-ConvSpec specOf(const Layer& layer, Precision precision, DataType outputDeclared) {
-  ConvSpec s;
-  const bool fusedLayer = layer.domain == fused::kDomain;
-  s.base = fusedLayer ? fused::baseLayer(layer) : layer;
-  s.transpose = s.base.opType == "ConvTranspose";
-  s.hasBias = inputPresent(layer, kBias);
-  s.hasResidual = fusedLayer && inputPresent(layer, kResidual);
-  s.storage = storageOf(outputDeclared, precision);
-  s.allowTensorOps = !(s.storage == DataType::kFloat32 && precision == Precision::kFP32);
-  return s;
-}
-
-// One set of input dims as a cuDNN convolution plus the pad / crop around it.
-struct ConvPlan {
-  ConvProblem problem;
-  std::vector<int64_t> outputDims;
-  bool empty = false;
-  // Conv with uneven pads: x padded into the workspace first.
-  bool padInput = false;
-  std::vector<int64_t> padBegin;  // per dim of x (N, C, spatial...)
-  // ConvTranspose that cuDNN cannot write directly: its result in the workspace, then cropped.
-  bool cropOutput = false;
-  std::vector<int64_t> cropBegin;  // negative: the output starts that far into the result
-  uint64_t bufferBytes = 0;        // the padded input or uncropped result
-  std::vector<int64_t> biasDims;   // [M, 1, ...]: one value per output channel
-};
-
 std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }
-
-ConvPlan planOf(const Layer& layer, const ConvSpec& s, const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
-  if (x.size() < 3 || x.size() > 5 || w.size() != x.size())
-    throw Error(ErrorCode::kUnsupported, layer.describe() + ": cuDNN convolutions take 1 to 3 spatial dims; X is " +
-                                             dimsText(x) + " and W " + dimsText(w));
-  const size_t rank = x.size() - 2, first = size_t(kernels::kMaxSpatialRank) - rank;
-  ConvPlan p;
-  ConvProblem& c = p.problem;
-  c.backwardData = s.transpose;
-  c.type = s.storage;
-  c.allowTensorOps = s.allowTensorOps;
-  c.w = w;
-  const kernels::ConvShape shape = s.transpose ? transposeConvShape(s.base, x, w) : forwardConvShape(s.base, x, w);
-  const kernels::SpatialWindow& win = shape.window;
-  c.groups = shape.group;
-  const int64_t channelsPerGroup = s.transpose ? w[0] : w[1] * shape.group;
-  if (shape.group <= 0 || x[1] != channelsPerGroup || (s.transpose ? w[0] : w[0]) % shape.group != 0)
-    throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": X " + dimsText(x) + " and W " + dimsText(w) +
-                                                 " do not fit group = " + std::to_string(shape.group));
-  p.outputDims = {shape.batch, shape.outChannels};
-  p.biasDims.assign(rank + 1, 1);
-  p.biasDims[0] = shape.outChannels;
-  c.x = x;
-  if (!s.transpose) {
-    c.y = p.outputDims;
-    p.padBegin.assign(x.size(), 0);
-    for (size_t i = 0; i < rank; ++i) {
-      const size_t a = first + i;
-      const int64_t common = std::min(win.padBegin[a], win.padEnd[a]);
-      c.pads.push_back(common);
-      c.strides.push_back(win.stride[a]);
-      c.dilations.push_back(win.dilation[a]);
-      c.y.push_back(win.out[a]);
-      p.outputDims.push_back(win.out[a]);
-      p.padBegin[i + 2] = win.padBegin[a] - common;
-      c.x[i + 2] = x[i + 2] + (win.padBegin[a] - common) + (win.padEnd[a] - common);
-      p.padInput = p.padInput || c.x[i + 2] != x[i + 2];
-    }
-    if (p.padInput) p.bufferBytes = uint64_t(product(c.x)) * byteSize(s.storage);
-  } else {
-    // window: the forward convolution from the output (window.in) back to X (window.out).
-    c.y = p.outputDims;
-    p.cropBegin.assign(x.size(), 0);
-    for (size_t i = 0; i < rank; ++i) {
-      const size_t a = first + i;
-      const int64_t out = win.in[a], in = win.out[a], stride = win.stride[a];
-      const int64_t span = (win.kernel[a] - 1) * win.dilation[a] + 1;
-      const int64_t padBegin = win.padBegin[a];
-      p.outputDims.push_back(out);
-      c.strides.push_back(stride);
-      c.dilations.push_back(win.dilation[a]);
-      const int64_t reach = out + 2 * padBegin - span;
-      if (padBegin >= 0 && reach >= 0 && reach / stride + 1 == in) {  // cuDNN writes this axis directly
-        c.pads.push_back(padBegin);
-        c.y.push_back(out);
-      } else {  // the whole result, stride·(in - 1) + span long, and the output from padBegin in it
-        c.pads.push_back(0);
-        c.y.push_back(stride * (in - 1) + span);
-        p.cropBegin[i + 2] = -padBegin;
-        p.cropOutput = true;
-      }
-    }
-    if (p.cropOutput) p.bufferBytes = uint64_t(product(c.y)) * byteSize(s.storage);
-  }
-  p.empty = product(p.outputDims) == 0;
-  return p;
-}
 
 struct ShapeEntry {
   std::vector<int64_t> x, w;
@@ -168,8 +61,8 @@ DataType outputDeclared(const LayerSignature& signature) {
 }
 
 std::string tacticId(const Layer& layer, Precision precision) {
-  const bool transpose = (layer.domain == fused::kDomain ? layer.attrString(fused::kBase, "") : layer.opType) ==
-                         "ConvTranspose";
+  const bool transpose =
+      (layer.domain == fused::kDomain ? layer.attrString(fused::kBase, "") : layer.opType) == "ConvTranspose";
   return std::string(transpose ? "cudnn.convtranspose." : "cudnn.conv.") + precisionTag(precision);
 }
 
@@ -187,7 +80,7 @@ WorkspaceLayout layoutOf(const ConvPlan& plan, const FusedEpilogue& epilogue, Da
 // Workspace bytes at these dims, cuDNN's part asked of its heuristic.
 uint64_t workspaceAt(const Layer& layer, const ConvSpec& spec, const FusedEpilogue& epilogue,
                      const std::vector<int64_t>& x, const std::vector<int64_t>& w, int device) {
-  const ConvPlan plan = planOf(layer, spec, x, w);
+  const ConvPlan plan = convPlanOf(layer, spec, x, w);
   if (plan.empty) return 0;
   const WorkspaceLayout layout = layoutOf(plan, epilogue, spec.storage);
   CudnnConvolution convolution(plan.problem);
@@ -198,14 +91,16 @@ uint64_t workspaceAt(const Layer& layer, const ConvSpec& spec, const FusedEpilog
 class ConvStep : public CudaStep {
  public:
   ConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
-      : CudaStep(layer, tactic, signature, device, storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
-        spec_(specOf(layer, tacticPrecision(layer, tactic), outputDeclared(signature))),
+      : CudaStep(layer, tactic, signature, device,
+                 storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
+        spec_(convSpecOf(layer, tacticPrecision(layer, tactic), outputDeclared(signature))),
         epilogue_(layer, spec_.storage, device),
         name_(layer.describe()) {}
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
-    if (inputs.size() < 2 || inputs[kX].dims.empty() || inputs[kW].dims.empty()) return 0;
-    return workspaceAt(layer_, spec_, epilogue_.attributes(), inputs[kX].dims, inputs[kW].dims, device_.ordinal);
+    if (inputs.size() < 2 || inputs[kConvX].dims.empty() || inputs[kConvW].dims.empty()) return 0;
+    return workspaceAt(layer_, spec_, epilogue_.attributes(), inputs[kConvX].dims, inputs[kConvW].dims,
+                       device_.ordinal);
   }
 
   std::unique_ptr<StepState> createState() const override { return std::make_unique<ConvState>(); }
@@ -226,37 +121,37 @@ class ConvStep : public CudaStep {
     cudnnHandle_t handle = cudnnHandleForThread(device_.ordinal);
     if (const cudnnStatus_t status = cudnnSetStream(handle, s); status != CUDNN_STATUS_SUCCESS)
       checkCudnn(status, name_ + ": cudnnSetStream");
-    const void* x = input(args, kX);
+    const void* x = input(args, kConvX);
     if (plan.padInput) {
-      check(k::pad(x, args.inputs[kX].dims, buffer, plan.padBegin, plan.problem.x, k::PadMode::kConstant, nullptr, type,
-                   s),
+      check(k::pad(x, args.inputs[kConvX].dims, buffer, plan.padBegin, plan.problem.x, k::PadMode::kConstant, nullptr,
+                   type, s),
             "padding its input");
       x = buffer;
     }
     void* y = plan.cropOutput ? buffer : out.data;
-    entry.convolution->run(handle, entry.algorithm, x, input(args, kW), y, workspace + layout.cudnnOffset(),
+    entry.convolution->run(handle, entry.algorithm, x, input(args, kConvW), y, workspace + layout.cudnnOffset(),
                            entry.algorithm.workspaceBytes, name_);
     if (plan.cropOutput)
       check(k::pad(buffer, plan.problem.y, out.data, plan.cropBegin, out.dims, k::PadMode::kConstant, nullptr, type, s),
             "cutting its output from the convolution's result");
-    entry.work.bias = spec_.hasBias ? input(args, kBias) : nullptr;
+    entry.work.bias = spec_.hasBias ? input(args, kConvBias) : nullptr;
     entry.work.residualBefore =
-        spec_.hasResidual && epilogue_.attributes().residualBeforeActivation ? input(args, kResidual) : nullptr;
+        spec_.hasResidual && epilogue_.attributes().residualBeforeActivation ? input(args, kConvResidual) : nullptr;
     entry.work.residualAfter =
-        spec_.hasResidual && !epilogue_.attributes().residualBeforeActivation ? input(args, kResidual) : nullptr;
+        spec_.hasResidual && !epilogue_.attributes().residualBeforeActivation ? input(args, kConvResidual) : nullptr;
     epilogue_.apply(out.data, out.dims, entry.work, scratch, s);
   }
 
  private:
   ShapeEntry& shapeFor(ConvState& state, const StepArgs& args) const {
-    const std::vector<int64_t>&x = args.inputs[kX].dims, &w = args.inputs[kW].dims;
+    const std::vector<int64_t>&x = args.inputs[kConvX].dims, &w = args.inputs[kConvW].dims;
     for (auto& entry : state.shapes)
       if (entry->x == x && entry->w == w) return *entry;
     // First launch at these dims: plan, descriptors and cuDNN's algorithm, once.
     auto entry = std::make_unique<ShapeEntry>();
     entry->x = x;
     entry->w = w;
-    entry->plan = planOf(layer_, spec_, x, w);
+    entry->plan = convPlanOf(layer_, spec_, x, w);
     if (entry->plan.outputDims != args.outputs[0].dims)
       throw Error(ErrorCode::kInternal, name_ + ": its convolution makes " + dimsText(entry->plan.outputDims) +
                                             " but the output is " + dimsText(args.outputs[0].dims));
@@ -286,11 +181,12 @@ std::vector<Tactic> convTactics(const Layer& layer, Precision precision, const L
   Tactic tactic;
   tactic.id = tacticId(layer, precision);
   tactic.workspaceBytes = kCudnnWorkspaceLimit;
-  if (inputs.dims.size() < 2 || inputs.dims[kX].empty() || inputs.dims[kW].empty()) return {tactic};
+  if (inputs.dims.size() < 2 || inputs.dims[kConvX].empty() || inputs.dims[kConvW].empty()) return {tactic};
   try {
-    const ConvSpec spec = specOf(layer, precision, inputs.types.empty() ? DataType::kFloat32 : inputs.types[0]);
+    const ConvSpec spec = convSpecOf(layer, precision, inputs.types.empty() ? DataType::kFloat32 : inputs.types[0]);
     const FusedEpilogue epilogue = layer.domain == fused::kDomain ? readFusedEpilogue(layer) : FusedEpilogue{};
-    tactic.workspaceBytes = workspaceAt(layer, spec, epilogue, inputs.dims[kX], inputs.dims[kW], device.ordinal);
+    tactic.workspaceBytes =
+        workspaceAt(layer, spec, epilogue, inputs.dims[kConvX], inputs.dims[kConvW], device.ordinal);
   } catch (const Error&) {
     // The step meets the same problem at its first launch and reports it naming the layer.
   }
