@@ -54,6 +54,14 @@ class LtGemm {
 
   const GemmShape& shape() const { return shape_; }
 
+  // The descriptors in cuBLASLt's roles (its A is Kiln's B, its B Kiln's A), for host tests that
+  // check what cuBLASLt is asked to compute.
+  struct Descriptors {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, c, d;
+  };
+  Descriptors descriptors() const { return {desc_, ltA_, ltB_, ltC_, ltD_}; }
+
   // Up to `count` algorithms, best first, for operands whose pointers are all aligned to
   // `alignment` bytes (a power of two up to 256), using at most `maxWorkspace` bytes. Empty when
   // cuBLASLt has none.
