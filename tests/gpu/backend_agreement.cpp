@@ -43,8 +43,29 @@ std::vector<double> valuesOf(const HostTensor& t) {
 
 }  // namespace
 
+const LayerSummary* Agreement::gpuLayerOfType(const std::string& type) const {
+  for (const LayerSummary& l : gpuLayers)
+    if (l.type == type) return &l;
+  return nullptr;
+}
+
+void expectNoFailedTactics(const Agreement& agreement) {
+  for (const LayerSummary& l : agreement.gpuLayers)
+    for (const TacticCandidate& c : l.tacticCandidates)
+      EXPECT_NE(c.status.rfind("failed", 0), 0u) << "layer '" << l.name << "' tactic " << c.tactic << ": " << c.status;
+}
+
 Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std::string, HostTensor>& inputs,
                               Precision precision, bool requireEveryLayerOnGpu) {
+  AgreementOptions options;
+  options.precision = precision;
+  options.requireEveryLayerOnGpu = requireEveryLayerOnGpu;
+  return expectBackendsAgree(modelBytes, inputs, options);
+}
+
+Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std::string, HostTensor>& inputs,
+                              const AgreementOptions& options) {
+  const Precision precision = options.precision;
   Agreement result;
   auto network = OnnxImporter().importBytes(modelBytes);
   BuilderConfig cpuConfig;
@@ -53,7 +74,8 @@ Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std:
   gpuConfig.allowTF32 = precision == Precision::kTF32;
   gpuConfig.allowFP16 = precision == Precision::kFP16;
   gpuConfig.allowBF16 = precision == Precision::kBF16;
-  gpuConfig.strictDevice = requireEveryLayerOnGpu;
+  gpuConfig.strictDevice = options.requireEveryLayerOnGpu;
+  gpuConfig.forcedTactics = options.forcedTactics;
   OptimizationProfile profile;
   for (const auto& [name, tensor] : inputs)
     if (!network->tensor(name).shape.isFullyKnown())
@@ -70,8 +92,10 @@ Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std:
     return result;
   }
   result.everyLayerOnGpu = true;
-  for (const auto& l : gpuBuild.report.layers)
+  for (const auto& l : gpuBuild.report.layers) {
     if (l.phase == "launch" && l.backend != "cuda") result.everyLayerOnGpu = false;
+    if (l.phase == "launch" && l.backend == "cuda") result.gpuLayers.push_back(l);
+  }
   auto cpu = Runtime().load(Builder().build(*network, cpuConfig).plan)->createExecutionContext()->run(inputs);
   std::map<std::string, HostTensor> gpu;
   try {

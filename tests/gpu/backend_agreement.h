@@ -3,6 +3,7 @@
 // for the CUDA backend, run on the same random non-zero inputs, every output compared by NMSE
 // within the precision's tolerance; NaN never passes. Without a usable GPU the test skips with the
 // reason printed.
+#include <kiln/build_report.h>
 #include <kiln/builder_config.h>
 #include <kiln/host_tensor.h>
 
@@ -29,6 +30,16 @@ struct Agreement {
   double worstNmse = 0;     // over every output
   std::string worstOutput;  // its name
   bool everyLayerOnGpu = false;
+  std::vector<LayerSummary> gpuLayers;  // the CUDA build's launched layers on the CUDA backend
+
+  // The first such layer of op type `type` ("MatMul", "kiln.FusedMatMul"), or nullptr.
+  const LayerSummary* gpuLayerOfType(const std::string& type) const;
+};
+
+struct AgreementOptions {
+  Precision precision = Precision::kFP32;
+  bool requireEveryLayerOnGpu = true;
+  std::map<std::string, std::string> forcedTactics;  // layer name -> tactic, for the CUDA build
 };
 
 // Builds `modelBytes` (an ONNX ModelProto) for both backends (CUDA with `precision`; fp16/bf16
@@ -37,5 +48,11 @@ struct Agreement {
 // Records gtest failures naming the output; returns the worst error seen.
 Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std::string, HostTensor>& inputs,
                               Precision precision = Precision::kFP32, bool requireEveryLayerOnGpu = true);
+Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std::string, HostTensor>& inputs,
+                              const AgreementOptions& options);
+
+// Every tactic candidate the CUDA build tried could run (no "failed: ..." status); records a gtest
+// failure naming the layer, the tactic and why.
+void expectNoFailedTactics(const Agreement& agreement);
 
 }  // namespace kiln::test

@@ -5,6 +5,8 @@
 // into one, so inner = 1 and n = the product of those dims, as the CPU's splitAtAxis. Float types
 // (float16/bfloat16 compute in float, float64 in double); numerically stable (the row's maximum is
 // subtracted first). Dense device tensors; asynchronous on `stream`; an empty tensor does nothing.
+// `out` may be `in`: each element is read by the thread that writes it, after its line's reductions
+// (kiln.Attention normalises its scores in place).
 #include "kernels/cpu/softmax/softmax.h"
 #include "kernels/cuda/common/element_type.h"
 

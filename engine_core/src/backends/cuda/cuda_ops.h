@@ -6,9 +6,11 @@
 #include "../../common/registry.h"
 #include "../backend.h"
 #include "cuda_device.h"
+#include "cuda_precision.h"
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,7 +66,10 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Indexing)                    \
   X(Resize)                      \
   X(Pool)                        \
-  X(Quant)
+  X(Quant)                       \
+  X(MatMul)                      \
+  X(Conv)                        \
+  X(Attention)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)

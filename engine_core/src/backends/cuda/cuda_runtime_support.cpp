@@ -2,6 +2,8 @@
 
 #include <kiln/error.h>
 
+#include <kernels/cpu/common/numeric_types.h>
+
 namespace kiln::cuda {
 
 void check(cudaError_t status, const std::string& what) {
@@ -125,6 +127,20 @@ double CudaEvent::millisecondsSince(const Event& start) const {
 DeviceCopy::DeviceCopy(DeviceAllocator& allocator, const void* host, uint64_t bytes)
     : memory_(allocateBuffer(allocator, std::max<uint64_t>(bytes, 1), 256)) {
   if (bytes) check(cudaMemcpy(memory_.get(), host, bytes, cudaMemcpyHostToDevice), "uploading weights");
+}
+
+DeviceCopy deviceScalar(DeviceAllocator& allocator, float value, DataType type) {
+  if (type == DataType::kFloat16) {
+    const kernels::Float16 v(value);
+    return DeviceCopy(allocator, &v, sizeof(v));
+  }
+  if (type == DataType::kBFloat16) {
+    const kernels::BFloat16 v(value);
+    return DeviceCopy(allocator, &v, sizeof(v));
+  }
+  if (type != DataType::kFloat32)
+    throw Error(ErrorCode::kInternal, "a device scalar of " + std::string(toString(type)) + " (float types only)");
+  return DeviceCopy(allocator, &value, sizeof(value));
 }
 
 }  // namespace kiln::cuda

@@ -84,4 +84,7 @@ class DeviceCopy {
   DeviceBuffer memory_;
 };
 
+// `value` as one element of a float storage type (float32, float16, bfloat16) in device memory.
+DeviceCopy deviceScalar(DeviceAllocator& allocator, float value, DataType type);
+
 }  // namespace kiln::cuda

@@ -2,16 +2,50 @@
 
 #include <kiln/error.h>
 
+#include "../../runtime/precision_convert.h"
+
 namespace kiln::cuda {
 
+namespace {
+
+bool isFloatStorage(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+// `weight` in `type` (through float32 between the two 16-bit types).
+HostTensor convertedWeight(const HostTensor& weight, DataType type) {
+  HostTensor wide(DataType::kFloat32, weight.dims());
+  convertFloatStorage(weight.dtype(), weight.rawData(), DataType::kFloat32, wide.rawData(), weight.elementCount());
+  if (type == DataType::kFloat32) return wide;
+  HostTensor narrow(type, weight.dims());
+  convertFloatStorage(DataType::kFloat32, wide.rawData(), type, narrow.rawData(), weight.elementCount());
+  return narrow;
+}
+
+}  // namespace
+
 CudaStep::CudaStep(const Layer& layer, Tactic tactic, const LayerSignature& signature, CudaDevice& device)
+    : CudaStep(layer, std::move(tactic), signature, device, DataType::kUndefined) {}
+
+CudaStep::CudaStep(const Layer& layer, Tactic tactic, const LayerSignature& signature, CudaDevice& device,
+                   DataType floatWeights)
     : layer_(layer), tactic_(std::move(tactic)), device_(device) {
   const LayerWeights weights = signature.weights();
   weights_.resize(weights.size());
+  weightTypes_.assign(weights.size(), DataType::kUndefined);
   hostWeights_ = weights;
-  for (size_t i = 0; i < weights.size(); ++i)
-    if (weights[i] && weights[i]->dtype() != DataType::kString)
-      weights_[i] = DeviceCopy(device.allocator, weights[i]->rawData(), weights[i]->byteSize());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!weights[i] || weights[i]->dtype() == DataType::kString) continue;
+    const HostTensor& w = *weights[i];
+    if (floatWeights != DataType::kUndefined && isFloatStorage(w.dtype()) && w.dtype() != floatWeights) {
+      const HostTensor converted = convertedWeight(w, floatWeights);
+      weights_[i] = DeviceCopy(device.allocator, converted.rawData(), converted.byteSize());
+      weightTypes_[i] = floatWeights;
+    } else {
+      weights_[i] = DeviceCopy(device.allocator, w.rawData(), w.byteSize());
+      weightTypes_[i] = w.dtype();
+    }
+  }
 }
 
 const void* CudaStep::input(const StepArgs& args, size_t i) const {

@@ -13,12 +13,19 @@ namespace kiln::cuda {
 class CudaStep : public Step {
  public:
   CudaStep(const Layer& layer, Tactic tactic, const LayerSignature& signature, CudaDevice& device);
+  // The same with float weights (float32, float16, bfloat16) uploaded in `floatWeights`: library
+  // calls take weights in the activations' storage type, and the plan may store a weight wider
+  // (shared with an fp32 layer) or narrower than this layer computes.
+  CudaStep(const Layer& layer, Tactic tactic, const LayerSignature& signature, CudaDevice& device,
+           DataType floatWeights);
   const Tactic& tactic() const override { return tactic_; }
   uint64_t workspaceBytes(std::span<const TensorView>, std::span<const TensorView>) const override { return 0; }
 
  protected:
   // Input i on the device: the uploaded weight when it is constant, else the bound view's memory.
   const void* input(const StepArgs& args, size_t i) const;
+  // The type input i's uploaded weight has (after any conversion), or kUndefined for activations.
+  DataType weightType(size_t i) const { return i < weightTypes_.size() ? weightTypes_[i] : DataType::kUndefined; }
   // The host value of constant input i (parameters such as Clip's bounds), or nullptr.
   const HostTensor* weight(size_t i) const;
   // Throws kiln::Error naming the layer unless status is cudaSuccess.
@@ -32,6 +39,7 @@ class CudaStep : public Step {
 
  private:
   std::vector<DeviceCopy> weights_;
+  std::vector<DataType> weightTypes_;
   std::vector<const HostTensor*> hostWeights_;
 };
 

@@ -1,5 +1,4 @@
 // CPU kernels for the conv_pool op family: the convolutions here, the pools in conv_pool_pooling.cpp.
-#include "../../../ops/conv_pool_window.h"
 #include "../../../ops/op_families.h"
 #include "conv_pool_common.h"
 
@@ -12,37 +11,13 @@ void registerConvTactics(CpuKernelRegistry& registry);
 
 namespace {
 
-std::vector<int64_t> spatialOf(const std::vector<int64_t>& dims) { return {dims.begin() + 2, dims.end()}; }
-
-// ConvTranspose geometry: the window is the forward convolution from Y back to X.
-kernels::ConvShape transposeConvShape(const Layer& layer, const HostTensor& x, const HostTensor& w) {
-  const size_t rank = x.rank() - 2, first = size_t(kernels::kMaxSpatialRank) - rank;
-  WindowAttributes attrs = readWindowAttributes(layer, rank, spatialOf(w.dims()));
-  kernels::ConvShape shape;
-  shape.batch = x.dim(0);
-  shape.inChannels = x.dim(1);
-  shape.group = layer.attrInt("group", 1);
-  shape.outChannels = w.dim(1) * shape.group;
-  kernels::SpatialWindow& win = shape.window;
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t padBegin = 0;
-    win.in[first + i] = convTransposeOutputDim(layer, attrs, i, Dim(x.dim(i + 2)), &padBegin).value();
-    win.out[first + i] = x.dim(i + 2);
-    win.kernel[first + i] = attrs.kernel[i];
-    win.stride[first + i] = attrs.strides[i];
-    win.dilation[first + i] = attrs.dilations[i];
-    win.padBegin[first + i] = padBegin;
-  }
-  return shape;
-}
-
 // Conv and ConvTranspose: X, W, optional B of one float type, computed in float32 or float64.
 template <bool kTranspose>
 void runFloatConv(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const HostTensor& w = ctx.input(1);
   kernels::ConvShape shape =
-      kTranspose ? transposeConvShape(ctx.layer(), x, w) : forwardConvShape(ctx.layer(), x, w);
+      kTranspose ? transposeConvShape(ctx.layer(), x.dims(), w.dims()) : forwardConvShape(ctx.layer(), x, w);
   withFloatComputeType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     constexpr DataType type = DataTypeOf<T>::value;

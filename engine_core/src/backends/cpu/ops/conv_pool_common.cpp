@@ -1,26 +1,11 @@
 #include "conv_pool_common.h"
 
-#include "../../../ops/conv_pool_window.h"
-
 #include <kernels/cpu/common/parallel.h>
 
 namespace kiln {
 
 kernels::ConvShape forwardConvShape(const Layer& layer, const HostTensor& x, const HostTensor& w) {
   return forwardConvShape(layer, x.dims(), w.dims());
-}
-
-kernels::ConvShape forwardConvShape(const Layer& layer, const std::vector<int64_t>& xDims,
-                                    const std::vector<int64_t>& wDims) {
-  const std::vector<int64_t> kernelDims(wDims.begin() + 2, wDims.end());
-  WindowAttributes attrs = readWindowAttributes(layer, xDims.size() - 2, kernelDims);
-  kernels::ConvShape shape;
-  shape.batch = xDims[0];
-  shape.inChannels = xDims[1];
-  shape.outChannels = wDims[0];
-  shape.group = layer.attrInt("group", 1);
-  shape.window = makeSpatialWindow(layer, attrs, {xDims.begin() + 2, xDims.end()});
-  return shape;
 }
 
 void convertFloatInto(const HostTensor& t, HostTensor& out) {

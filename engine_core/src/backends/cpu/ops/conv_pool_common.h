@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the conv_pool and normalization CPU kernels: float16 / bfloat16 tensors are
 // computed in float32, and small parameter tensors are read as float vectors.
+#include "../../common/conv_geometry.h"
 #include "../cpu_kernel.h"
 #include "../dispatch.h"
 
@@ -18,10 +19,8 @@ HostTensor convertFloatTensor(const HostTensor& t, DataType type);
 void convertFloatInto(const HostTensor& t, HostTensor& out);
 
 // Conv / ConvInteger / QLinearConv geometry for X[N, C, in...] and W[M, C/group, k...] (also used
-// by the fused convolution kernel).
+// by the fused convolution kernel); the dims form is in backends/common/conv_geometry.h.
 kernels::ConvShape forwardConvShape(const Layer& layer, const HostTensor& x, const HostTensor& w);
-kernels::ConvShape forwardConvShape(const Layer& layer, const std::vector<int64_t>& xDims,
-                                    const std::vector<int64_t>& wDims);
 
 // All values as float32 (per-channel parameters, rois, scales).
 std::vector<float> floatValues(const HostTensor& t);

@@ -7,12 +7,12 @@
 
 #include "../../../ops/fused.h"
 #include "../../../ops/op_families.h"
+#include "../../common/fused_epilogue.h"
 #include "../cpu_kernel.h"
 #include "conv_pool_common.h"
 #include "fused_epilogue.h"
 
 #include <algorithm>
-#include <map>
 
 namespace kiln {
 namespace {
@@ -20,18 +20,9 @@ namespace {
 using kernels::Activation;
 
 Activation parseActivation(const KernelContext& ctx, const std::string& name) {
-  static const std::map<std::string, Activation> byName = {
-      {"", Activation::kNone},          {"Relu", Activation::kRelu},
-      {"Clip", Activation::kClip},      {"Sigmoid", Activation::kSigmoid},
-      {"HardSigmoid", Activation::kHardSigmoid}, {"HardSwish", Activation::kHardSwish},
-      {"SiLU", Activation::kSiLU},      {"Gelu", Activation::kGelu},
-      {"GeluTanh", Activation::kGeluTanh}, {"LeakyRelu", Activation::kLeakyRelu},
-      {"Tanh", Activation::kTanh}};
-  auto it = byName.find(name);
-  if (it == byName.end())
-    ctx.fail("unknown activation '" + name + "'; expected one of Relu, Clip, Sigmoid, HardSigmoid, HardSwish, "
-             "SiLU, Gelu, GeluTanh, LeakyRelu, Tanh");
-  return it->second;
+  const auto activation = activationNamed(name);
+  if (!activation) ctx.fail("unknown activation '" + name + "'; expected one of " + std::string(kActivationNames));
+  return *activation;
 }
 
 bool overlaps(const HostTensor& a, const HostTensor& b) {

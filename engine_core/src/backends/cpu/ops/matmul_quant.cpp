@@ -13,38 +13,21 @@
 namespace kiln {
 
 MatMulPlan planMatMul(std::vector<int64_t> aDims, std::vector<int64_t> bDims) {
-  if (aDims.size() == 1) aDims.insert(aDims.begin(), 1);  // [K] -> [1, K]
-  if (bDims.size() == 1) bDims.push_back(1);              // [K] -> [K, 1]
+  const MatMulGeometry g = matMulGeometry(std::move(aDims), std::move(bDims));
   MatMulPlan plan;
-  plan.M = aDims[aDims.size() - 2];
-  plan.K = aDims.back();
-  plan.N = bDims.back();
-  const size_t aBatchRank = aDims.size() - 2, bBatchRank = bDims.size() - 2;
-  const size_t rank = std::max(aBatchRank, bBatchRank);
-  // Batch dims right-aligned; an operand's stride is 0 along dims it broadcasts.
-  std::vector<int64_t> dims(rank, 1), aStrides(rank, 0), bStrides(rank, 0);
-  int64_t aStride = plan.M * plan.K, bStride = plan.K * plan.N;
-  for (size_t i = 0; i < rank; ++i) {
-    const size_t d = rank - 1 - i;
-    const int64_t a = i < aBatchRank ? aDims[aBatchRank - 1 - i] : 1;
-    const int64_t b = i < bBatchRank ? bDims[bBatchRank - 1 - i] : 1;
-    dims[d] = std::max(a, b);
-    if (a != 1) aStrides[d] = aStride;
-    if (b != 1) bStrides[d] = bStride;
-    aStride *= a;
-    bStride *= b;
-  }
-  int64_t batch = 1;
-  for (int64_t d : dims) batch *= d;
+  plan.M = g.M;
+  plan.K = g.K;
+  plan.N = g.N;
+  const int64_t batch = g.batchCount();
   plan.aOffsets.resize(size_t(batch));
   plan.bOffsets.resize(size_t(batch));
   for (int64_t i = 0; i < batch; ++i) {
     int64_t rest = i, aOff = 0, bOff = 0;
-    for (size_t d = rank; d-- > 0;) {
-      const int64_t index = rest % dims[d];
-      rest /= dims[d];
-      aOff += index * aStrides[d];
-      bOff += index * bStrides[d];
+    for (size_t d = g.batchDims.size(); d-- > 0;) {
+      const int64_t index = rest % g.batchDims[d];
+      rest /= g.batchDims[d];
+      aOff += index * g.aStrides[d];
+      bOff += index * g.bStrides[d];
     }
     plan.aOffsets[size_t(i)] = aOff;
     plan.bOffsets[size_t(i)] = bOff;

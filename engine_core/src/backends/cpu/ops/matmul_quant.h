@@ -1,5 +1,6 @@
 #pragma once
 // Pieces of the matmul_quant family's CPU kernels shared between its files.
+#include "../../common/matmul_geometry.h"
 #include "../cpu_kernel.h"
 #include "../dispatch.h"
 
@@ -9,7 +10,8 @@
 namespace kiln {
 
 // A NumPy-style matmul of A [..., M, K] by B [..., K, N] (1-D operands promoted and squeezed) as
-// batched products: entry i multiplies A + aOffsets[i] by B + bOffsets[i] into output block i.
+// batched products: entry i multiplies A + aOffsets[i] by B + bOffsets[i] into output block i
+// (the offsets of matMulGeometry's batch, output blocks in order).
 struct MatMulPlan {
   int64_t M = 1, N = 1, K = 1;
   std::vector<int64_t> aOffsets, bOffsets;

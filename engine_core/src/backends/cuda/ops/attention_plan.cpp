@@ -1,0 +1,138 @@
+#include "attention_plan.h"
+
+#include <kiln/error.h>
+
+#include <algorithm>
+
+namespace kiln::cuda {
+namespace {
+
+constexpr uint64_t kAlignment = 256;
+
+uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i) n *= dims[i];
+  return n;
+}
+
+std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }
+
+}  // namespace
+
+AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::vector<int64_t>& q,
+                              const std::vector<int64_t>& kDims, const std::vector<int64_t>& v,
+                              const std::vector<int64_t>* mask, uint64_t scoresBudget) {
+  const bool kTransposed = layer.attrInt("k_transposed", 0) != 0;
+  const size_t rank = q.size();
+  if (rank < 2 || kDims.size() != rank || v.size() != rank)
+    throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q, K and V must have one rank, 2 or more; got " +
+                                                 dimsText(q) + ", " + dimsText(kDims) + ", " + dimsText(v));
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (kDims[i] != q[i] || v[i] != q[i])
+      throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q, K and V must have the same batch dims; got " +
+                                                   dimsText(q) + ", " + dimsText(kDims) + ", " + dimsText(v));
+  AttentionPlan p;
+  p.kTransposed = kTransposed;
+  p.lq = q[rank - 2];
+  p.d = q[rank - 1];
+  p.lk = kTransposed ? kDims[rank - 1] : kDims[rank - 2];
+  p.dv = v[rank - 1];
+  if ((kTransposed ? kDims[rank - 2] : kDims[rank - 1]) != p.d || v[rank - 2] != p.lk)
+    throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q " + dimsText(q) + ", K " + dimsText(kDims) +
+                                                 " and V " + dimsText(v) + " do not agree on the head and key dims");
+  const int64_t batch = product(q, 0, rank - 2);
+  p.empty = batch * p.lq * p.dv == 0;
+  p.narrowProbabilities = storage != DataType::kFloat32;
+  p.hasMask = mask != nullptr;
+  // Chunks of whole trailing batch dims, as many as fit the budget (at least one batch-head).
+  const uint64_t perHead =
+      uint64_t(p.lq) * uint64_t(p.lk) * (4 + (p.narrowProbabilities ? byteSize(storage) : 0) + (p.hasMask ? 1 : 0));
+  p.split = rank - 2;
+  while (p.split > 0 && uint64_t(product(q, p.split - 1, rank - 2)) * perHead <= scoresBudget) --p.split;
+  p.chunk = product(q, p.split, rank - 2);
+  p.chunks = product(q, 0, p.split);
+  p.scoreDims.assign(q.begin() + std::ptrdiff_t(p.split), q.end() - 2);
+  p.scoreDims.push_back(p.lq);
+  p.scoreDims.push_back(p.lk);
+  p.maskOffsets.assign(size_t(p.chunks), 0);
+  if (mask) {
+    if (mask->size() > rank)
+      throw Error(ErrorCode::kInvalidArgument,
+                  layer.describe() + ": the mask " + dimsText(*mask) + " has more dims than the scores");
+    // The mask right-aligned against the scores [batch..., Lq, Lk], with its strides (0 where it
+    // broadcasts); the chunks' offsets come from the leading dims, the rest broadcasts per chunk.
+    std::vector<int64_t> full(rank, 1), strides(rank, 0);
+    std::copy(mask->begin(), mask->end(), full.begin() + std::ptrdiff_t(rank - mask->size()));
+    std::vector<int64_t> scores(q.begin(), q.end() - 2);
+    scores.push_back(p.lq);
+    scores.push_back(p.lk);
+    int64_t stride = 1;
+    for (size_t i = rank; i-- > 0;) {
+      if (full[i] != 1 && full[i] != scores[i])
+        throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": the mask " + dimsText(*mask) +
+                                                     " does not broadcast to the scores " + dimsText(scores));
+      strides[i] = full[i] == 1 ? 0 : stride;
+      stride *= full[i];
+    }
+    p.maskElements = stride;
+    p.maskDims.assign(full.begin() + std::ptrdiff_t(p.split), full.end());
+    for (int64_t c = 0; c < p.chunks; ++c) {
+      int64_t rest = c, offset = 0;
+      for (size_t i = p.split; i-- > 0;) {
+        offset += (rest % q[i]) * strides[i];
+        rest /= q[i];
+      }
+      p.maskOffsets[size_t(c)] = offset;
+    }
+  }
+  const uint64_t scoreElements = uint64_t(p.chunk) * uint64_t(p.lq) * uint64_t(p.lk);
+  p.scoresAt = 0;
+  p.probabilitiesAt = alignUp(scoreElements * 4);
+  p.flagsAt = p.probabilitiesAt + (p.narrowProbabilities ? alignUp(scoreElements * byteSize(storage)) : 0);
+  p.maskAt = p.flagsAt + (p.hasMask ? alignUp(scoreElements) : 0);
+  p.cublasAt = p.maskAt + (p.hasMask && storage != DataType::kFloat32 ? alignUp(uint64_t(p.maskElements) * 4) : 0);
+  const uint64_t bytes = byteSize(storage);
+  for (int64_t c = 0; c < p.chunks; ++c)
+    for (int64_t matrix : {p.lq * p.d, p.lk * p.d, p.lk * p.dv, p.lq * p.dv})
+      p.offsetBits |= uint64_t(c * p.chunk * matrix) * bytes;
+  return p;
+}
+
+cublasComputeType_t attentionComputeType(DataType storage, Precision precision) {
+  return storage == DataType::kFloat32 && precision == Precision::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                        : CUBLAS_COMPUTE_32F;
+}
+
+GemmShape scoresShape(const AttentionPlan& p, cudaDataType_t type, cublasComputeType_t compute) {
+  GemmShape g;
+  g.m = p.lq;
+  g.n = p.lk;
+  g.k = p.d;
+  g.transB = !p.kTransposed;  // K is [Lk, D] (n × k): used transposed; [D, Lk] (k_transposed) as is
+  g.batch = p.chunk;
+  g.strideA = p.lq * p.d;
+  g.strideB = p.lk * p.d;
+  g.strideC = g.strideD = p.lq * p.lk;
+  g.abType = type;
+  g.cdType = CUDA_R_32F;
+  g.compute = compute;
+  return g;
+}
+
+GemmShape valuesShape(const AttentionPlan& p, cudaDataType_t type, cublasComputeType_t compute) {
+  GemmShape g;
+  g.m = p.lq;
+  g.n = p.dv;
+  g.k = p.lk;
+  g.batch = p.chunk;
+  g.strideA = p.lq * p.lk;
+  g.strideB = p.lk * p.dv;
+  g.strideC = g.strideD = p.lq * p.dv;
+  g.abType = g.cdType = type;
+  g.compute = compute;
+  return g;
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,51 @@
+#pragma once
+// How the CUDA backend's kiln.Attention step (cuda_attention.cpp) splits one set of input dims
+// into chunks of batch-heads, where a chunk's scores, probabilities and mask live in the
+// workspace, and the two cuBLASLt products of a chunk. Plain host code: tests/cuda_plans checks
+// it against the CPU's semantics with cuBLASLt's arithmetic emulated on the host.
+#include "../../backend.h"
+#include "../cublaslt_matmul.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::cuda {
+
+enum AttentionInput : size_t { kAttentionQ = 0, kAttentionK = 1, kAttentionV = 2, kAttentionMask = 3 };
+
+// At most this many bytes of scores (and their probabilities and flags) in the workspace at once.
+inline constexpr uint64_t kAttentionScoresBudget = uint64_t(256) << 20;
+
+// One set of input dims: the products per chunk, the chunks, and the workspace they use.
+struct AttentionPlan {
+  int64_t lq = 0, lk = 0, d = 0, dv = 0;
+  bool kTransposed = false;  // K given as [..., D, Lk]
+  int64_t chunk = 1;         // batch-heads per chunk: the product of the trailing batch dims from `split`
+  size_t split = 0;
+  std::vector<int64_t> scoreDims;    // one chunk's scores: [trailing batch dims..., Lq, Lk]
+  std::vector<int64_t> maskDims;     // the mask as it broadcasts against scoreDims
+  std::vector<int64_t> maskOffsets;  // per chunk, elements into the mask
+  int64_t chunks = 1;
+  bool hasMask = false, narrowProbabilities = false, empty = false;
+  int64_t maskElements = 0;
+  // Workspace: scores (fp32), probabilities (storage type, when narrower), NaN flags (with a
+  // mask), the mask widened to fp32 (when stored narrower), then cuBLASLt's.
+  uint64_t scoresAt = 0, probabilitiesAt = 0, flagsAt = 0, maskAt = 0, cublasAt = 0;
+  uint64_t offsetBits = 0;  // every chunk's operand offsets in bytes, OR-ed (pointer alignment)
+};
+
+// The plan for Q, K, V (and the mask, when given) of these dims in `storage`; throws naming the
+// layer for dims that do not fit each other.
+AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::vector<int64_t>& q,
+                              const std::vector<int64_t>& k, const std::vector<int64_t>& v,
+                              const std::vector<int64_t>* mask, uint64_t scoresBudget = kAttentionScoresBudget);
+
+// fp32 math exactly unless the precision is TF32; fp16 / bf16 accumulate in fp32.
+cublasComputeType_t attentionComputeType(DataType storage, Precision precision);
+
+// A chunk's scores = q · kᵀ (scaled at launch), written in fp32 whatever `type` q and k have.
+GemmShape scoresShape(const AttentionPlan& plan, cudaDataType_t type, cublasComputeType_t compute);
+// A chunk's y = probabilities · v.
+GemmShape valuesShape(const AttentionPlan& plan, cudaDataType_t type, cublasComputeType_t compute);
+
+}  // namespace kiln::cuda
