@@ -5,7 +5,9 @@
 # models on CUDA, then compute-sanitizer's memcheck and racecheck. Logs go to $OUT (or
 # /tmp/kiln-gpu/out); a short table comes last.
 #
-#   scripts/gpu/run_on_gpu.sh [--quick] [--gtest_filter=...]    (--quick: no sanitizers)
+#   scripts/gpu/run_on_gpu.sh [--quick] [--no-tests] [--gtest_filter=...] [--benchmark=MODELS[:PRECISIONS[:BATCHES]]]
+#     --quick: no sanitizers; --no-tests: only the benchmark; --benchmark: benchmark_gpu.py afterwards
+#     (e.g. --benchmark=resnet50,bert_base_s128:fp16,tf32:1,large)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mkdir -p /tmp/kiln-gpu
@@ -15,11 +17,13 @@ bin="$bundle/bin"
 data="$bundle/data"
 out="${OUT:-/tmp/kiln-gpu/out}"
 mkdir -p "$out"
-quick=0
+quick=0 tests=1 benchmark=""
 filter="*"
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
+    --no-tests) tests=0 ;;
+    --benchmark=*) benchmark="${arg#--benchmark=}" ;;
     --gtest_filter=*) filter="${arg#--gtest_filter=}" ;;
   esac
 done
@@ -43,6 +47,7 @@ run() {  # name, command...: the log goes to $out/name.log, a summary into the t
 }
 gtests() { "$@" --gtest_filter="$filter" --gtest_brief=1; }
 
+if ((tests)); then
 run kernels gtests "$bin/kiln_cuda_tests"
 run agreement gtests "$bin/kiln_gpu_tests"
 conformance=("$bin/kiln_onnx_node_tests" --excluded "$data/excluded_tests.txt" --batch 40 --jobs 6 --min-pass-rate 0)
@@ -64,8 +69,15 @@ if ((!quick)) && command -v compute-sanitizer >/dev/null; then
   run racecheck timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/kiln_cuda_tests" \
     --gtest_filter="$races" --gtest_brief=1
 fi
+fi
+if [[ -n "$benchmark" ]]; then
+  IFS=: read -r bench_models bench_precisions bench_batches <<<"$benchmark"
+  run benchmark python3 "$root/scripts/gpu/benchmark_gpu.py" --kiln "$bin/kiln" --out "$out/benchmark" \
+    --models "$bench_models" ${bench_precisions:+--precisions "$bench_precisions"} ${bench_batches:+--batches "$bench_batches"}
+  sed -n '/^## Summary/,$p' "$out/benchmark.log"
+fi
 grep -h -E '^\[  FAILED  \] [A-Z]' "$out"/kernels.log "$out"/agreement.log "$out"/models_cuda.log 2>/dev/null | sort -u | head -30
-grep -h -E "^FAIL " "$out"/node_cuda.log | head -30
+grep -h -E "^FAIL " "$out"/node_cuda.log 2>/dev/null | head -30
 echo
 printf '%-20s %s\n' step result
 for name in "${order[@]}"; do printf '%-20s %s\n' "$name" "${result[$name]}"; done

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Kiln's CUDA engines against PyTorch on the GPU machine, measured side by side in one run.
+
+For each model (torchvision / transformers with seeded random weights, exported there to ONNX) and
+each precision (fp16; tf32 = fp32 with TF32) and batch (1 and large): PyTorch eager, eager + CUDA
+graph and torch.compile(mode="reduce-overhead", inductor freezing on so BatchNorm and constants fold
+as Kiln folds them), CNNs in channels_last; then `kiln build --backend cuda` and `kiln profile
+--no-data-transfers --cuda-graph` (GPU compute per batch, median). Kiln's outputs are checked against
+PyTorch's fp32 outputs on the same input (relative L2; fp16 must stay within 1e-2).
+
+  python3 scripts/gpu/benchmark_gpu.py --kiln BUNDLE/bin/kiln [--models resnet50,bert_base_s128]
+      [--precisions fp16,tf32] [--batches 1,large] [--modes eager,cudagraph,compile] [--out DIR]
+
+Prints one table row per (model, precision, batch) with Kiln's and the best peer's latency and
+throughput and their ratio (peer ms / Kiln ms: above 1 means Kiln is faster), and writes every
+measurement as JSON under --out.
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torchvision
+
+CNN = {"resnet50", "mobilenet_v3_large", "efficientnet_b0"}
+
+
+def make_model(name):
+    torch.manual_seed(0)
+    if name in CNN or name == "vit_b_16":
+        return getattr(torchvision.models, name)()
+    from transformers import BertConfig, BertModel, GPT2Config, GPT2Model
+    if name == "bert_base_s128":
+        return BertModel(BertConfig())
+    if name == "gpt2_s128":
+        return GPT2Model(GPT2Config())
+    raise SystemExit(f"benchmark_gpu.py: unknown model {name}")
+
+
+def make_inputs(name, batch):
+    g = torch.Generator().manual_seed(1)
+    if name.endswith("_s128"):
+        return {"input_ids": torch.randint(0, 30000, (batch, 128), generator=g)}
+    return {"x": torch.randn(batch, 3, 224, 224, generator=g)}
+
+
+class LastHidden(torch.nn.Module):
+    """Transformers models return a dict; export and time the last hidden state only."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids).last_hidden_state
+
+
+def wrapped(name):
+    m = make_model(name).eval()
+    return LastHidden(m).eval() if name.endswith("_s128") else m
+
+
+def time_cuda(fn, iters=100, warmup=20):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def peer(name, batch, precision, mode, inputs):
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cudnn.benchmark = True
+    m = wrapped(name).cuda()
+    x = [t.cuda() for t in inputs.values()]
+    if precision == "fp16":
+        m = m.half()
+        x = [t.half() if t.is_floating_point() else t for t in x]
+    if name in CNN:
+        m = m.to(memory_format=torch.channels_last)
+        x = [t.to(memory_format=torch.channels_last) for t in x]
+    with torch.inference_mode():
+        if mode == "eager":
+            fn = lambda: m(*x)
+        elif mode == "cudagraph":
+            m(*x)
+            torch.cuda.synchronize()
+            graph, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    m(*x)
+            torch.cuda.current_stream().wait_stream(side)
+            with torch.cuda.graph(graph):
+                m(*x)
+            fn = graph.replay
+        else:
+            import torch._inductor.config as inductor
+            inductor.freezing = True
+            compiled = torch.compile(m, mode="reduce-overhead")
+            for _ in range(3):
+                compiled(*x)
+            fn = lambda: compiled(*x)
+        ms = time_cuda(fn)
+    del m
+    torch.cuda.empty_cache()
+    return ms
+
+
+def reference_outputs(name, inputs):
+    """PyTorch fp32 (no TF32) outputs, the yardstick for Kiln's accuracy."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    m = wrapped(name).cuda()
+    with torch.inference_mode():
+        y = m(*[t.cuda() for t in inputs.values()])
+    return y.float().cpu().numpy()
+
+
+def export(name, batch, inputs, path):
+    m = wrapped(name)
+    with torch.inference_mode():
+        torch.onnx.export(m, tuple(inputs.values()), path, input_names=list(inputs), output_names=["y"],
+                          opset_version=17, dynamo=False)
+
+
+def run(cmd, log):
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        start = time.time()
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+        f.write(f"# rc={rc} in {time.time() - start:.1f}s\n")
+    return rc
+
+
+def kiln(args, name, batch, precision, inputs, onnx_path, work):
+    tag = f"{name}_{precision}_b{batch}"
+    plan, profile, outdir = (os.path.join(work, tag + s) for s in (".plan", ".profile.json", "_out"))
+    log = os.path.join(args.out, tag + ".log")
+    build = [args.kiln, "build", onnx_path, "--backend", "cuda", "--save", plan]
+    if precision == "fp16":
+        build.append("--fp16")
+    start = time.time()
+    if run(build, log):
+        return {"error": "build failed (see " + log + ")"}
+    build_s = time.time() - start
+    npys = []
+    for key, value in inputs.items():
+        path = os.path.join(work, f"{tag}_{key}.npy")
+        np.save(path, value.numpy())
+        npys += ["--input", f"{key}={path}"]
+    if run([args.kiln, "profile", plan, *npys, "--no-data-transfers", "--cuda-graph", "--warmup", "500",
+            "--iterations", "200", "--duration", "2", "--layer-runs", "0", "--export-profile", profile], log):
+        # Engines that synchronise inside cannot be captured: measure them without a graph.
+        if run([args.kiln, "profile", plan, *npys, "--no-data-transfers", "--warmup", "500", "--iterations",
+                "200", "--duration", "2", "--layer-runs", "0", "--export-profile", profile], log):
+            return {"error": "profile failed (see " + log + ")", "build_s": build_s}
+    perf = json.load(open(profile))["performance"]
+    os.makedirs(outdir, exist_ok=True)
+    run([args.kiln, "run", plan, *npys, "--output-dir", outdir], log)
+    outs = sorted(glob.glob(os.path.join(outdir, "*.npy")))
+    return {"build_s": build_s, "ms": perf["compute"]["median_ms"] or perf["latency"]["median_ms"],
+            "graph": perf.get("cuda_graph", None), "output": np.load(outs[0]) if outs else None}
+
+
+def rel_l2(actual, expected):
+    if actual is None or actual.shape != expected.shape:
+        return float("nan")
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    return float(np.linalg.norm(a - e) / max(np.linalg.norm(e), 1e-30))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kiln", required=True)
+    p.add_argument("--models", default="resnet50,mobilenet_v3_large,efficientnet_b0,vit_b_16,bert_base_s128,gpt2_s128")
+    p.add_argument("--precisions", default="fp16,tf32")
+    p.add_argument("--batches", default="1,large")
+    p.add_argument("--modes", default="eager,cudagraph,compile")
+    p.add_argument("--out", default=os.environ.get("OUT", "/tmp/kiln-bench"))
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    work = "/tmp/kiln-bench-work"
+    os.makedirs(work, exist_ok=True)
+    print(f"# torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, "
+          f"{torch.cuda.get_device_name()}", flush=True)
+    rows = []
+    for name in args.models.split(","):
+        for b in args.batches.split(","):
+            batch = (32 if name.endswith("_s128") else 128) if b == "large" else int(b)
+            inputs = make_inputs(name, batch)
+            onnx_path = os.path.join(work, f"{name}_b{batch}.onnx")
+            if not os.path.exists(onnx_path):
+                export(name, batch, inputs, onnx_path)
+            expected = reference_outputs(name, inputs)
+            for precision in args.precisions.split(","):
+                row = {"model": name, "batch": batch, "precision": precision, "peers": {}}
+                for mode in args.modes.split(","):
+                    try:
+                        row["peers"][mode + ("+cl" if name in CNN else "")] = peer(name, batch, precision, mode, inputs)
+                    except Exception as e:  # a peer that fails is reported, not fatal
+                        row["peers"][mode] = None
+                        print(f"# {name} {precision} b{batch} {mode}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                k = kiln(args, name, batch, precision, inputs, onnx_path, work)
+                row["kiln_ms"] = k.get("ms")
+                row["kiln_error"] = k.get("error")
+                row["build_s"] = k.get("build_s")
+                row["rel_l2"] = rel_l2(k.get("output"), expected) if "output" in k else float("nan")
+                rows.append(row)
+                print_row(row, flush_header=len(rows) == 1)
+    with open(os.path.join(args.out, "benchmark_gpu.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    print("\n## Summary")
+    for i, row in enumerate(rows):
+        print_row(row, flush_header=i == 0)
+
+
+def print_row(row, flush_header):
+    if flush_header:
+        print(f"{'model':20s} {'prec':5s} {'batch':>5s} {'kiln ms':>9s} {'kiln /s':>9s} {'best peer':>18s} "
+              f"{'peer ms':>9s} {'peer/kiln':>9s} {'rel-L2':>9s} {'build s':>8s}")
+    peers = {m: ms for m, ms in row["peers"].items() if ms}
+    best = min(peers, key=peers.get) if peers else "-"
+    kms, pms = row["kiln_ms"], peers.get(best)
+    ratio = f"{pms / kms:9.2f}" if kms and pms else f"{'-':>9s}"
+    kiln_text = f"{kms:9.3f} {row['batch'] * 1000 / kms:9.0f}" if kms else f"{'failed':>9s} {'-':>9s}"
+    peer_text = f"{pms:9.3f}" if pms else f"{'-':>9s}"
+    build = f"{row['build_s']:8.1f}" if row.get("build_s") else f"{'-':>8s}"
+    print(f"{row['model']:20s} {row['precision']:5s} {row['batch']:5d} {kiln_text} {best:>18s} {peer_text} {ratio} "
+          f"{row['rel_l2']:9.2e} {build}" + (f"  ({row['kiln_error']})" if row.get("kiln_error") else ""), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
