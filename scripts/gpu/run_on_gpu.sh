@@ -5,7 +5,7 @@
 # models on CUDA, then compute-sanitizer's memcheck and racecheck. Logs go to $OUT (or
 # /tmp/kiln-gpu/out); a short table comes last.
 #
-#   scripts/gpu/run_on_gpu.sh [--quick] [--no-tests] [--gtest_filter=...] [--benchmark=MODELS[:PRECISIONS[:BATCHES]]]
+#   scripts/gpu/run_on_gpu.sh [--quick] [--no-tests] [--gtest_filter=...] [--benchmark=MODELS[:PRECISIONS[:BATCHES[:MODES]]]]
 #     --quick: no sanitizers; --no-tests: only the benchmark; --benchmark: benchmark_gpu.py afterwards
 #     (e.g. --benchmark=resnet50,bert_base_s128:fp16,tf32:1,large)
 set -uo pipefail
@@ -59,6 +59,23 @@ for suite in pytorch-converted pytorch-operator simple; do
 done
 KILN_TEST_BACKEND=cuda KILN_MODEL_CACHE="$data/models" KILN_SPEECH_CACHE="$data/speech" \
   run models_cuda gtests "$bin/kiln_models_tests"
+# The CLI on CUDA plans of a real model: build (fp32 without TF32, fp16), run, profile as trtexec
+# does (CUDA graph, two streams), and compare with the ONNX reference layer by layer.
+cli_on_cuda() {
+  local model="$data/models/embedding_model.onnx" work=/tmp/kiln-gpu/cli shape="input_1:8x76x32x1"
+  mkdir -p "$work"
+  "$bin/kiln" build "$model" --backend cuda --no-tf32 --strict-device --profile "input_1:1x76x32x1/8x76x32x1/32x76x32x1" \
+    --export-report "$out/embedding_fp32_report.json" --save "$work/fp32.plan" &&
+    "$bin/kiln" build "$model" --backend cuda --fp16 --strict-device --profile "input_1:1x76x32x1/8x76x32x1/32x76x32x1" \
+      --save "$work/fp16.plan" &&
+    "$bin/kiln" inspect "$work/fp16.plan" | head -40 &&
+    "$bin/kiln" run "$work/fp32.plan" --shapes "$shape" --output-dir "$work/out" &&
+    "$bin/kiln" profile "$work/fp16.plan" --shapes "$shape" --cuda-graph --export-profile "$out/embedding_fp16_profile.json" &&
+    "$bin/kiln" profile "$work/fp16.plan" --shapes "$shape" --streams 2 --layer-runs 0 &&
+    "$bin/kiln" compare "$model" "$work/fp32.plan" --shapes "$shape" --per-layer &&
+    "$bin/kiln" compare "$model" "$work/fp16.plan" --shapes "$shape" --atol 1e-2 --rtol 1e-2
+}
+run cli_cuda cli_on_cuda
 if ((!quick)) && command -v compute-sanitizer >/dev/null; then
   run memcheck_kernels timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_cuda_tests" \
     --gtest_filter="$filter" --gtest_brief=1
@@ -71,9 +88,10 @@ if ((!quick)) && command -v compute-sanitizer >/dev/null; then
 fi
 fi
 if [[ -n "$benchmark" ]]; then
-  IFS=: read -r bench_models bench_precisions bench_batches <<<"$benchmark"
+  IFS=: read -r bench_models bench_precisions bench_batches bench_modes <<<"$benchmark"
   run benchmark python3 "$root/scripts/gpu/benchmark_gpu.py" --kiln "$bin/kiln" --out "$out/benchmark" \
-    --models "$bench_models" ${bench_precisions:+--precisions "$bench_precisions"} ${bench_batches:+--batches "$bench_batches"}
+    --models "$bench_models" ${bench_precisions:+--precisions "$bench_precisions"} \
+    ${bench_batches:+--batches "$bench_batches"} ${bench_modes:+--modes "$bench_modes"}
   sed -n '/^## Summary/,$p' "$out/benchmark.log"
 fi
 grep -h -E '^\[  FAILED  \] [A-Z]' "$out"/kernels.log "$out"/agreement.log "$out"/models_cuda.log 2>/dev/null | sort -u | head -30

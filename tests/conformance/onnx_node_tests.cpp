@@ -82,6 +82,9 @@ ValueMap runOnEngine(const std::shared_ptr<Network>& network, const ValueMap& fe
   BuilderConfig config;
   config.backend = options.backend;
   config.strictDevice = options.strictDevice;
+  // The expected outputs are exact fp32 (numpy): TF32's 10-bit products miss the tests' 1e-3
+  // relative bound on deep convolutions (Conv3d_dilated on the H200).
+  config.allowTF32 = false;
   OptimizationProfile profile;
   std::map<std::string, HostTensor> inputs;
   for (const auto& [name, value] : feeds) {
