@@ -171,6 +171,9 @@ def kiln(args, name, batch, precision, inputs, onnx_path, work):
                 "200", "--duration", "2", "--layer-runs", "0", "--export-profile", profile], log):
             return {"error": "profile failed (see " + log + ")", "build_s": build_s}
     perf = json.load(open(profile))["performance"]
+    # Per-layer GPU times (a separate profiled pass; each layer timed alone) into the row's log.
+    run([args.kiln, "profile", plan, *npys, "--no-data-transfers", "--warmup", "0", "--iterations", "1",
+         "--duration", "0", "--layer-runs", "10"], log)
     os.makedirs(outdir, exist_ok=True)
     run([args.kiln, "run", plan, *npys, "--output-dir", outdir], log)
     outs = sorted(glob.glob(os.path.join(outdir, "*.npy")))
