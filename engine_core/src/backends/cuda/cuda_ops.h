@@ -70,7 +70,8 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(MatMul)                      \
   X(Conv)                        \
   X(Attention)                   \
-  X(Recurrent)
+  X(Recurrent)                   \
+  X(Spectral)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)
