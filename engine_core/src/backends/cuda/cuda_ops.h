@@ -71,6 +71,7 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Conv)                        \
   X(Attention)                   \
   X(Recurrent)                   \
+  X(Einsum)                      \
   X(Spectral)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
