@@ -72,7 +72,8 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Attention)                   \
   X(Recurrent)                   \
   X(Einsum)                      \
-  X(Spectral)
+  X(Spectral)                    \
+  X(Linalg)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)
