@@ -76,4 +76,16 @@ TEST(EinsumAgreement, DoubleEquations) {
   }
 }
 
+// Thirteen summed labels are more than the kernel takes: the builder keeps the layer on the CPU.
+TEST(EinsumAgreement, EquationsWithTooManyLabelsRunOnTheCpu) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::vector<int64_t> dims(13, 2);
+  ModelBuilder mb(12);
+  mb.input("x", kFloat, dims).output("y");
+  ModelBuilder::setString(mb.node("Einsum", {"x"}, {"y"}, "einsum"), "equation", "abcdefghijklm->");
+  const auto agreement = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(dims, 79)}},
+                                                   Precision::kFP32, /*requireEveryLayerOnGpu=*/false);
+  EXPECT_FALSE(agreement.everyLayerOnGpu);
+}
+
 }  // namespace

@@ -8,6 +8,9 @@
 
 #include <kernels/cuda/einsum/einsum.h>
 
+#include <algorithm>
+#include <set>
+
 namespace kiln::cuda {
 namespace {
 
@@ -32,8 +35,8 @@ class EinsumStep : public DataStep {
     if (!why.empty()) throw Error(ErrorCode::kInvalidArgument, layer_.describe() + ": " + why);
     if (contraction.outputCount != args.outputs[0].elementCount())
       throw Error(ErrorCode::kInternal, layer_.describe() + ": its output has " +
-                                            std::to_string(args.outputs[0].elementCount()) + " elements, the equation " +
-                                            std::to_string(contraction.outputCount));
+                                            std::to_string(args.outputs[0].elementCount()) +
+                                            " elements, the equation " + std::to_string(contraction.outputCount));
     check(k::einsum(operands.data(), args.outputs[0].data, contraction, elementType(args.outputs[0]),
                     streamOf(stream)));
   }
@@ -48,6 +51,23 @@ SupportVerdict einsumTensors(const Layer& layer, Precision, const LayerSignature
   if (layer.inputs.size() > size_t(k::kEinsumMaxOperands))
     return {false, "Einsum of " + std::to_string(layer.inputs.size()) + " operands has no CUDA kernel (at most " +
                        std::to_string(k::kEinsumMaxOperands) + ")"};
+  // With the ranks known, the labels the kernel keeps and sums must fit it.
+  std::vector<int64_t> ranks;
+  for (const Tensor* t : tensors.inputs) {
+    if (!t || !t->shape.hasRank()) return {};
+    ranks.push_back(int64_t(t->shape.rank()));
+  }
+  kernels::EinsumEquation equation;
+  if (!kernels::parseEinsumEquation(layer.attrString("equation"), ranks, equation).empty()) return {};
+  std::set<int> summed;
+  for (const auto& labels : equation.inputLabels)
+    for (int label : labels)
+      if (std::find(equation.outputLabels.begin(), equation.outputLabels.end(), label) == equation.outputLabels.end())
+        summed.insert(label);
+  if (equation.outputLabels.size() > size_t(k::kEinsumMaxLabels) || summed.size() > size_t(k::kEinsumMaxLabels))
+    return {false, "Einsum '" + layer.attrString("equation") + "' has more labels than the CUDA kernel takes (" +
+                       std::to_string(k::kEinsumMaxLabels) + " kept and " + std::to_string(k::kEinsumMaxLabels) +
+                       " summed)"};
   return {};
 }
 
