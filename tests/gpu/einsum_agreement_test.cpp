@@ -76,15 +76,17 @@ TEST(EinsumAgreement, DoubleEquations) {
   }
 }
 
-// Thirteen summed labels are more than the kernel takes: the builder keeps the layer on the CPU.
+// Thirteen summed labels (over two operands of rank 7 and 6) are more than the kernel takes: the
+// builder keeps the layer on the CPU.
 TEST(EinsumAgreement, EquationsWithTooManyLabelsRunOnTheCpu) {
   KILN_REQUIRE_CUDA_BACKEND();
-  const std::vector<int64_t> dims(13, 2);
+  const std::vector<int64_t> a(7, 2), b(6, 2);
   ModelBuilder mb(12);
-  mb.input("x", kFloat, dims).output("y");
-  ModelBuilder::setString(mb.node("Einsum", {"x"}, {"y"}, "einsum"), "equation", "abcdefghijklm->");
-  const auto agreement = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(dims, 79)}},
-                                                   Precision::kFP32, /*requireEveryLayerOnGpu=*/false);
+  mb.input("a", kFloat, a).input("b", kFloat, b).output("y");
+  ModelBuilder::setString(mb.node("Einsum", {"a", "b"}, {"y"}, "einsum"), "equation", "abcdefg,hijklm->");
+  const auto agreement =
+      test::expectBackendsAgree(mb.bytes(), {{"a", test::randomFloats(a, 79)}, {"b", test::randomFloats(b, 80)}},
+                                Precision::kFP32, /*requireEveryLayerOnGpu=*/false);
   EXPECT_FALSE(agreement.everyLayerOnGpu);
 }
 
