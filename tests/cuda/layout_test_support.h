@@ -188,6 +188,18 @@ template <class Launch>
   return ::testing::AssertionSuccess();
 }
 
+// Poisons `out` with 0xFF bytes (NaN in every float type), runs `launch` and waits for it, so an
+// element the kernel skips fails the comparison that follows.
+template <class Launch>
+::testing::AssertionResult launchOverPoison(const DeviceBuffer& out, Launch&& launch) {
+  out.poison();
+  if (const cudaError_t status = launch(); status != cudaSuccess)
+    return ::testing::AssertionFailure() << "launch failed: " << cudaGetErrorString(status);
+  if (const cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess)
+    return ::testing::AssertionFailure() << "kernel failed: " << cudaGetErrorString(status);
+  return ::testing::AssertionSuccess();
+}
+
 // Per-precision tolerance on the relative L2 error of arithmetic results.
 inline double toleranceFor(ElementType type) {
   switch (type) {

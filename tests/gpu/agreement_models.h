@@ -23,6 +23,21 @@ inline void setTensorAttr(onnx::NodeProto& node, const std::string& name, const 
   *a->mutable_t() = onnx_import::tensorToProto(value, name);
 }
 
+// A STRINGS / FLOATS attribute (recurrent layers' activations and their parameters).
+inline void setStrings(onnx::NodeProto& node, const std::string& name, const std::vector<std::string>& values) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRINGS);
+  for (const std::string& v : values) a->add_strings(v);
+}
+
+inline void setFloats(onnx::NodeProto& node, const std::string& name, const std::vector<float>& values) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOATS);
+  for (float v : values) a->add_floats(v);
+}
+
 inline HostTensor int64s(std::vector<int64_t> dims, const std::vector<int64_t>& values) {
   return HostTensor::fromVector<int64_t>(std::move(dims), values);
 }

@@ -1,6 +1,7 @@
 // CPU and CUDA engines agree on the layout ops: Transpose, Concat, Split, Slice, Tile, Expand, Pad
-// (every mode), DepthToSpace and SpaceToDepth, at odd sizes, batch 1 and empty dims, with their
-// parameters as attributes (old opsets), weights and graph inputs (host shape inputs).
+// (every mode), DepthToSpace, SpaceToDepth and ReverseSequence, at odd sizes, batch 1 and empty
+// dims, with their parameters as attributes (old opsets), weights and graph inputs (host shape
+// inputs).
 #include <kiln/shape.h>
 
 #include "gpu/agreement_models.h"
@@ -249,6 +250,25 @@ TEST(LayoutAgreement, TransposeOfNineDimsRunsOnTheCpu) {
   const auto agreement = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(dims, 28)}}, Precision::kFP32,
                                                    /*requireEveryLayerOnGpu=*/false);
   EXPECT_FALSE(agreement.everyLayerOnGpu);
+}
+
+TEST(LayoutAgreement, ReverseSequenceAlongEitherBatchAxis) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{4, 4}, {5, 3, 7}, {6, 1, 2, 3}})
+    for (int64_t batchAxis : {0, 1})
+      for (Precision precision : test::kFloatPrecisions) {
+        SCOPED_TRACE(dimsToString(dims) + " batch axis " + std::to_string(batchAxis) + " " + toString(precision));
+        const int64_t batch = dims[size_t(batchAxis)], time = dims[size_t(1 - batchAxis)];
+        std::vector<int64_t> lengths;
+        for (int64_t b = 0; b < batch; ++b) lengths.push_back((b * 3 + 1) % (time + 1));
+        ModelBuilder mb(10);
+        mb.input("x", kFloat, dims).input("lengths", kInt64, {batch}).output("y");
+        auto& node = mb.node("ReverseSequence", {"x", "lengths"}, {"y"}, "reverse");
+        ModelBuilder::setInt(node, "batch_axis", batchAxis);
+        ModelBuilder::setInt(node, "time_axis", 1 - batchAxis);
+        test::expectBackendsAgree(
+            mb.bytes(), {{"x", test::randomFloats(dims, 29)}, {"lengths", test::int64s({batch}, lengths)}}, precision);
+      }
 }
 
 }  // namespace

@@ -69,7 +69,11 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Quant)                       \
   X(MatMul)                      \
   X(Conv)                        \
-  X(Attention)
+  X(Attention)                   \
+  X(Recurrent)                   \
+  X(Einsum)                      \
+  X(Spectral)                    \
+  X(Linalg)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)

@@ -57,6 +57,19 @@ const void* DataStep::inType(const void* data, DataType from, DataType to, int64
   return scratch;
 }
 
+const void* DataStep::smallInput(const StepArgs& args, size_t i, int64_t count, DataType to, Stream& stream,
+                                 void* scratch) const {
+  const TensorView& view = args.inputs[i];
+  const void* data = input(args, i);
+  const DataType from = weightType(i) != DataType::kUndefined ? weightType(i) : view.dtype;
+  char* copy = static_cast<char*>(scratch) + kCastScratchBytes;
+  if (!weight(i) && view.space == MemorySpace::kHost) {
+    stream.copy(copy, view.data, uint64_t(count) * byteSize(from));
+    data = copy;
+  }
+  return inType(data, from, to, count, scratch, nativeStream(stream));
+}
+
 void DataStep::fill(void* dst, int64_t count, const void* value, DataType type, cudaStream_t stream) const {
   if (count == 0) return;
   check(k::copyStrided(value, dst, {count}, {0}, elementType(type), stream), "filling its output");

@@ -47,6 +47,11 @@ class DataStep : public CudaStep {
   // types agree, else cast into `scratch` (kCastScratchBytes of workspace) on the stream.
   const void* inType(const void* data, DataType from, DataType to, int64_t count, void* scratch,
                      cudaStream_t stream) const;
+  // Input i's `count` (at most 8) elements on the device in `to`, whether the input is a weight, a
+  // host value (copied in on the stream, as the builder's Copy layers do) or device data.
+  // `scratch` is 2 * kCastScratchBytes of workspace.
+  const void* smallInput(const StepArgs& args, size_t i, int64_t count, DataType to, Stream& stream,
+                         void* scratch) const;
   // dst[0, count) = the one element of `type` at device address `value`.
   void fill(void* dst, int64_t count, const void* value, DataType type, cudaStream_t stream) const;
   // out = input 0 unless the memory planner made them share a buffer (alias ops).

@@ -80,18 +80,12 @@ class OneHotStep : public DataStep {
   }
 
   void enqueue(const StepArgs& args, Stream& stream) const override {
-    const TensorView &indices = args.inputs[0], &values = args.inputs[2], &out = args.outputs[0];
+    const TensorView &indices = args.inputs[0], &out = args.outputs[0];
     const cudaStream_t s = streamOf(stream);
     const size_t rank = out.dims.size();
     const int64_t given = layer_.attrInt("axis", -1);
     const size_t axis = size_t(given < 0 ? given + int64_t(rank) : given);
-    char* scratch = static_cast<char*>(args.workspace);
-    const void* pair = input(args, 2);
-    if (!weight(2) && values.space == MemorySpace::kHost) {
-      stream.copy(scratch + kCastScratchBytes, values.data, values.byteSize());
-      pair = scratch + kCastScratchBytes;
-    }
-    const void* offOn = inType(pair, values.dtype, out.dtype, 2, scratch, s);
+    const void* offOn = smallInput(args, 2, 2, out.dtype, stream, args.workspace);
     check(k::oneHot(input(args, 0), elementType(indices), out.data, product(out.dims, 0, axis),
                     out.dims.at(axis), product(out.dims, axis + 1, rank), offOn, elementType(out), s));
   }

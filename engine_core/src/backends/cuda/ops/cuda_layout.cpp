@@ -1,7 +1,8 @@
 // Layout ops on the GPU, each one launch of kernels/cuda/layout: Transpose, Slice, Tile, Expand,
-// DepthToSpace and SpaceToDepth as strided copies, Concat and Split as block copies, Pad. Their
-// parameters (perm, starts / ends / axes / steps, repeats, pads, split sizes) are resolved per
-// launch from attributes and host values with the ONNX helpers the schemas and the CPU use.
+// DepthToSpace and SpaceToDepth as strided copies, Concat and Split as block copies, Pad and
+// ReverseSequence. Their parameters (perm, starts / ends / axes / steps, repeats, pads, split
+// sizes) are resolved per launch from attributes and host values with the ONNX helpers the
+// schemas and the CPU use.
 #include "../../common/tensor_shape_ops.h"
 #include "cuda_data_step.h"
 
@@ -9,6 +10,7 @@
 
 #include <kernels/cuda/layout/concat_split.h>
 #include <kernels/cuda/layout/pad.h>
+#include <kernels/cuda/layout/reverse_sequence.h>
 #include <kernels/cuda/layout/strided_copy.h>
 
 namespace kiln::cuda {
@@ -175,6 +177,31 @@ class SpaceToDepthStep : public DataStep {
   }
 };
 
+// The time axis is 0 or 1 and the batch axis the other (the schema checks); sequence_lens (int64)
+// is read on the device.
+class ReverseSequenceStep : public DataStep {
+ public:
+  using DataStep::DataStep;
+  void enqueue(const StepArgs& args, Stream& stream) const override {
+    const TensorView &in = args.inputs[0], &out = args.outputs[0];
+    const bool batchMajor = layer_.attrInt("batch_axis", 1) == 0;
+    const int64_t time = in.dims.at(batchMajor ? 1 : 0), batch = in.dims.at(batchMajor ? 0 : 1);
+    if (args.inputs[1].elementCount() != batch)
+      throw Error(ErrorCode::kInvalidArgument, layer_.describe() + ": sequence_lens has " +
+                                                   std::to_string(args.inputs[1].elementCount()) +
+                                                   " entries; it needs one per batch (" + std::to_string(batch) + ")");
+    check(k::reverseSequence(input(args, 0), out.data, time, batch, product(in.dims, 2, in.dims.size()),
+                             static_cast<const int64_t*>(input(args, 1)), batchMajor, elementType(in), streamOf(stream)));
+  }
+};
+
+SupportVerdict reverseSequenceTensors(const Layer& layer, Precision precision, const LayerSignature& tensors) {
+  if (auto v = movableTensors(layer, precision, tensors); !v.supported) return v;
+  if (tensors.inputs.size() > 1 && tensors.inputs[1] && tensors.inputs[1]->dtype != DataType::kInt64)
+    return {false, "sequence_lens must be int64"};
+  return {};
+}
+
 }  // namespace
 
 void registerLayoutCudaOps(CudaOpRegistry& registry) {
@@ -187,6 +214,7 @@ void registerLayoutCudaOps(CudaOpRegistry& registry) {
   registry.add("Pad", stepOp<PadStep>(movableTensors));
   registry.add("DepthToSpace", stepOp<DepthToSpaceStep>(movableTensors));
   registry.add("SpaceToDepth", stepOp<SpaceToDepthStep>(movableTensors));
+  registry.add("ReverseSequence", stepOp<ReverseSequenceStep>(reverseSequenceTensors));
 }
 
 }  // namespace kiln::cuda
