@@ -6,6 +6,7 @@
 // timing bugs, but it runs the kernels' real index math, folds, scans and sorts. run.sh builds the
 // GPU tests this way.
 #pragma once
+#define KILN_CUDA_EMULATION 1  // device-only helpers that kernels guard with __CUDACC__ compile too
 #define __host__
 #define __device__
 #define __global__
@@ -123,6 +124,39 @@ void launch(F kernel, dim3 grid, dim3 block, size_t sharedBytes = 0, cudaStream_
 }
 }  // namespace kiln_emu
 
+// Atomics: a fiber yields only at barriers, so a plain read-modify-write is atomic here.
+template <class T, class V>
+T atomicAdd(T* address, V value) {
+  const T old = *address;
+  *address = T(old + T(value));
+  return old;
+}
+template <class T, class V>
+T atomicMax(T* address, V value) {
+  const T old = *address;
+  if (old < T(value)) *address = T(value);
+  return old;
+}
+template <class T, class V>
+T atomicMin(T* address, V value) {
+  const T old = *address;
+  if (T(value) < old) *address = T(value);
+  return old;
+}
+template <class T, class V>
+T atomicCAS(T* address, T compare, V value) {
+  const T old = *address;
+  if (old == compare) *address = T(value);
+  return old;
+}
+
+// The device's correctly rounded arithmetic intrinsics: plain host arithmetic (x86-64 builds do
+// not contract into fused multiply-adds by default).
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+
 inline void __syncthreads() { kiln_emu::wait(1); }
 inline void __syncwarp(unsigned = 0xFFFFFFFFu) { kiln_emu::wait(2); }
 
@@ -140,7 +174,3 @@ T __shfl_xor_sync(unsigned, T value, int laneMask, int = 32) {
   return value;
 }
 
-// Double intrinsics with one rounding each: the host's operators round the same way (SSE2, no
-// contraction at -O1 without -ffp-contract=fast).
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dmul_rn(double a, double b) { return a * b; }

@@ -18,5 +18,5 @@ for src in $(find "$out/tree/kernels/cuda" -name '*.cu' -o -name '*.cpp') "$root
   objects+=("$object")
 done
 g++ "${objects[@]}" "$root/build/default/kernels/libkiln_cpu_kernels.a" "$root/build/default/kernels/libkiln_cpu_kernel_common.a" \
-  -lgtest -lgtest_main -lopenblas -fopenmp -lpthread -o "$out/kiln_cuda_tests_emulated"
+  -lgtest -lgtest_main -lopenblas -ldnnl -fopenmp -lpthread -o "$out/kiln_cuda_tests_emulated"
 "$out/kiln_cuda_tests_emulated" --gtest_filter="${1:-*}"

@@ -208,6 +208,14 @@ class Backend {
     (void)tensors;
     return supports(layer, precision);
   }
+  // Whether its step for `layer` takes the layer's data-dependent shapes itself: sizes the outputs
+  // that follow from data through StepArgs::outputAllocator, and reads the values that decide its
+  // shapes from its own memory. Host backends' steps do; a device backend says per op. Layers it
+  // refuses run on the CPU when their shapes depend on data.
+  virtual bool runsDataDependent(const Layer& layer) const {
+    (void)layer;
+    return memorySpace() == MemorySpace::kHost;
+  }
   // Candidate implementations for these inputs, best guess first (never empty for a supported
   // layer), each with the workspace it needs at inputs.dims.
   virtual std::vector<Tactic> tactics(const Layer& layer, Precision precision, const LayerInputs& inputs) const = 0;

@@ -45,7 +45,7 @@ void placeLayers(const Network& network, const ShapeValuePlan& shapes, const Bac
     planned.backend = engineBackend.name();
     if (engineBackend.kind() == BackendKind::kCpu) continue;
     std::string why;
-    if (!planned.dataDependentShape.empty()) why = planned.dataDependentShape;
+    if (!planned.dataDependentShape.empty() && !engineBackend.runsDataDependent(layer)) why = planned.dataDependentShape;
     else if (usesHostOnlyValues(network, layer)) why = "control flow, sequences and strings run on the CPU";
     else if (auto verdict = engineBackend.supportsTensors(layer, planned.precision, layerSignature(network, layer));
              !verdict.supported)

@@ -365,7 +365,7 @@ void ExecutionContext::launchSteps(Stream& engine) {
       waitForAll();
       st.resolvedUpTo = resolveShapes(p, st.slots, k, st.values(p, engineStream));
       st.memory.bind(st.slots, k, st.outputAllocators);
-      if (st.resolvedUpTo == k && (!layer.step || layer.backend->memorySpace() != MemorySpace::kHost))
+      if (st.resolvedUpTo == k && (!layer.step || !layer.backend->runsDataDependent(*layer.layer)))
         throw Error(ErrorCode::kRuntimeError, layer.layer->describe() + ": its output shape cannot be worked out "
                                               "before it runs, and its backend cannot size outputs as it runs");
     }
@@ -395,6 +395,9 @@ void ExecutionContext::launchSteps(Stream& engine) {
         state.type = describeValue(p.slots[size_t(s)].name, state.value);
         state.known = state.ready = true;
       } else if (unresolved) {
+        if (!view.shapeKnown)
+          throw Error(ErrorCode::kInternal, layer.layer->describe() + ": its step did not size output " +
+                                                std::to_string(j) + ", whose size depends on data");
         state.dims = view.dims;
         state.type.shape = Shape::fromDims(view.dims);
         state.data = view.data;

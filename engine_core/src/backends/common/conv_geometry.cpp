@@ -39,4 +39,16 @@ kernels::ConvShape transposeConvShape(const Layer& layer, const std::vector<int6
   return shape;
 }
 
+kernels::RoiAlignParams roiAlignAttributes(const Layer& layer) {
+  kernels::RoiAlignParams params;
+  params.outputH = layer.attrInt("output_height", 1);
+  params.outputW = layer.attrInt("output_width", 1);
+  params.samplingRatio = layer.attrInt("sampling_ratio", 0);
+  params.spatialScale = layer.attrFloat("spatial_scale", 1.0f);
+  params.halfPixel = layer.attrString("coordinate_transformation_mode",
+                                      layer.opsetVersion >= 16 ? "half_pixel" : "output_half_pixel") == "half_pixel";
+  params.maxMode = layer.attrString("mode", "avg") == "max";
+  return params;
+}
+
 }  // namespace kiln

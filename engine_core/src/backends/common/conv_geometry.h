@@ -4,6 +4,7 @@
 #include <kiln/network.h>
 
 #include <kernels/cpu/conv/conv.h>
+#include <kernels/cpu/pool/pool.h>
 
 #include <cstdint>
 #include <vector>
@@ -20,5 +21,10 @@ kernels::ConvShape forwardConvShape(const Layer& layer, const std::vector<int64_
 // transposed output drops at the start; padEnd is not set).
 kernels::ConvShape transposeConvShape(const Layer& layer, const std::vector<int64_t>& xDims,
                                       const std::vector<int64_t>& wDims);
+
+// RoiAlign's attributes with ONNX's defaults (the tensor sizes are left to the caller): opset 16
+// added coordinate_transformation_mode with half_pixel as default; before, coordinates were
+// output_half_pixel.
+kernels::RoiAlignParams roiAlignAttributes(const Layer& layer);
 
 }  // namespace kiln

@@ -19,6 +19,22 @@ kernels::ScatterReduction scatterReductionOf(const Layer& layer) {
                          : kernels::ScatterReduction::kNone;
 }
 
+SelectionAxis selectionAxisOf(const Layer& layer, const std::vector<int64_t>& dims) {
+  SelectionAxis s;
+  if (!layer.hasAttr("axis")) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    s.dims = {n};
+    return s;
+  }
+  s.dims = dims;
+  const int64_t axis = layer.attrInt("axis");
+  s.axis = size_t(axis < 0 ? axis + int64_t(dims.size()) : axis);
+  for (size_t d = 0; d < s.axis; ++d) s.outer *= dims[d];
+  for (size_t d = s.axis + 1; d < dims.size(); ++d) s.inner *= dims[d];
+  return s;
+}
+
 kernels::ResizeOptions resizeOptionsOf(const Layer& layer) {
   using kernels::CoordinateMode;
   using kernels::NearestMode;

@@ -21,4 +21,14 @@ kernels::ScatterReduction scatterReductionOf(const Layer& layer);
 // attributes: asymmetric coordinates and the floor / ceil nearest rule.
 kernels::ResizeOptions resizeOptionsOf(const Layer& layer);
 
+// Compress and Unique select along 'axis', or over the flattened input when it is absent: the
+// dims they see ([elements] when flattened) and the axis in them (made non-negative; the schema
+// has range-checked it). Also the sizes before and after the axis.
+struct SelectionAxis {
+  std::vector<int64_t> dims;
+  size_t axis = 0;
+  int64_t outer = 1, inner = 1;
+};
+SelectionAxis selectionAxisOf(const Layer& layer, const std::vector<int64_t>& dims);
+
 }  // namespace kiln

@@ -84,6 +84,11 @@ class CudaBackend : public Backend {
     return op->supports ? op->supports(layer, precision, tensors) : SupportVerdict{};
   }
 
+  bool runsDataDependent(const Layer& layer) const override {
+    const CudaOp* op = CudaOpRegistry::instance().find(layer.domain, layer.opType);
+    return op && op->dataDependent;
+  }
+
   std::vector<Tactic> tactics(const Layer& layer, Precision precision, const LayerInputs& inputs) const override {
     const CudaOp* op = CudaOpRegistry::instance().find(layer.domain, layer.opType);
     if (op && op->tactics)

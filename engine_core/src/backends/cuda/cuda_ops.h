@@ -23,6 +23,9 @@ struct CudaOp {
   std::function<std::unique_ptr<Step>(const Layer&, const Tactic&, const LayerSignature&, CudaDevice&)> instantiate;
   // Candidates, best guess first; empty: the one tactic "cuda.<domain.>op" (lower case).
   std::function<std::vector<Tactic>(const Layer&, Precision, const LayerInputs&, CudaDevice&)> tactics;
+  // Its step sizes outputs that follow from data (OutputAllocator) and reads shape-deciding inputs
+  // in device memory (Backend::runsDataDependent); such steps synchronise their stream.
+  bool dataDependent = false;
 };
 
 class CudaOpRegistry {
@@ -73,7 +76,10 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Recurrent)                   \
   X(Einsum)                      \
   X(Spectral)                    \
-  X(Linalg)
+  X(Linalg)                      \
+  X(Selection)                   \
+  X(Sampling)                    \
+  X(IntegerMath)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)

@@ -129,19 +129,10 @@ void runRoiAlign(KernelContext& ctx) {
     ctx.fail("input batch_indices has " + std::to_string(batchIndices.size()) + " values for " +
              std::to_string(numRois) + " rois");
   for (int64_t b : batchIndices) checkBatchIndex(ctx, b, x.dim(0));
-  kernels::RoiAlignParams params;
+  kernels::RoiAlignParams params = roiAlignAttributes(layer);
   params.channels = x.dim(1);
   params.height = x.dim(2);
   params.width = x.dim(3);
-  params.outputH = layer.attrInt("output_height", 1);
-  params.outputW = layer.attrInt("output_width", 1);
-  params.samplingRatio = layer.attrInt("sampling_ratio", 0);
-  params.spatialScale = layer.attrFloat("spatial_scale", 1.0f);
-  // Opset 16 added the attribute with half_pixel as default; before, coordinates were output_half_pixel.
-  params.halfPixel = layer.attrString("coordinate_transformation_mode", ctx.opset() >= 16 ? "half_pixel"
-                                                                                          : "output_half_pixel") ==
-                     "half_pixel";
-  params.maxMode = layer.attrString("mode", "avg") == "max";
   runFloatPool(ctx, [&](const auto* in, auto* out) {
     kernels::roiAlign(params, in, numRois, rois.data(), batchIndices.data(), out);
   });

@@ -143,9 +143,9 @@ void oneHotKernel(KernelContext& ctx) {
 void compressKernel(KernelContext& ctx) {
   const HostTensor& data = ctx.input(0);
   const HostTensor& condition = ctx.input(1);
-  bool flat = !ctx.layer().hasAttr("axis");
-  size_t axis = flat ? 0 : axisOf(ctx, data.rank());
-  std::vector<int64_t> dims = flat ? std::vector<int64_t>{data.elementCount()} : data.dims();
+  const SelectionAxis along = selectionAxisOf(ctx.layer(), data.dims());
+  const std::vector<int64_t>& dims = along.dims;
+  const size_t axis = along.axis;
   std::vector<int64_t> selected;
   for (int64_t i = 0; i < std::min(dims[axis], condition.elementCount()); ++i)
     if (condition.data<bool>()[i]) selected.push_back(i);
@@ -153,8 +153,8 @@ void compressKernel(KernelContext& ctx) {
   if (out.elementCount() == 0) return;
   dispatchStorage(data.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    kernels::gatherAxis(elementsAs<T>(data), elementsAs<T>(out), product(dims, 0, axis), dims[axis],
-                        product(dims, axis + 1, dims.size()), selected.data(), int64_t(selected.size()));
+    kernels::gatherAxis(elementsAs<T>(data), elementsAs<T>(out), along.outer, dims[axis], along.inner, selected.data(),
+                        int64_t(selected.size()));
   });
 }
 
@@ -183,10 +183,10 @@ void nonZeroKernel(KernelContext& ctx) {
 
 void uniqueKernel(KernelContext& ctx) {
   const HostTensor& in = ctx.input(0);
-  bool flat = !ctx.layer().hasAttr("axis");
-  size_t axis = flat ? 0 : axisOf(ctx, in.rank());
-  std::vector<int64_t> dims = flat ? std::vector<int64_t>{in.elementCount()} : in.dims();
-  int64_t outer = product(dims, 0, axis), inner = product(dims, axis + 1, dims.size());
+  const SelectionAxis along = selectionAxisOf(ctx.layer(), in.dims());
+  const std::vector<int64_t>& dims = along.dims;
+  const size_t axis = along.axis;
+  const int64_t outer = along.outer, inner = along.inner;
   kernels::UniqueSlices found;
   dispatchComparable(in.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -39,6 +39,10 @@ class DataStep : public CudaStep {
 
   using CudaStep::elementType;
   kernels::cuda::ElementType elementType(DataType type) const;
+  // The type input i has on the device: its uploaded weight's, else the bound view's.
+  DataType inputType(const StepArgs& args, size_t i) const {
+    return weightType(i) != DataType::kUndefined ? weightType(i) : args.inputs[i].dtype;
+  }
 
   // Scratch for inType(): one cast value of up to 8 elements.
   static constexpr uint64_t kCastScratchBytes = 64;
@@ -57,6 +61,12 @@ class DataStep : public CudaStep {
   // out = input 0 unless the memory planner made them share a buffer (alias ops).
   void copyInput(const StepArgs& args, size_t output, Stream& stream) const;
 };
+
+// Regions that steps carve from their workspace start on 256-byte boundaries.
+constexpr uint64_t kWorkspaceAlignment = 256;
+inline uint64_t workspaceAligned(uint64_t bytes) {
+  return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+}
 
 // A small host value (an attribute's tensor, a literal one) uploaded once at instantiate, with the
 // type it was uploaded in; DataStep::inType hands it to kernels in another storage type.
