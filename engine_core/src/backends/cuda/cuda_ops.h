@@ -23,6 +23,9 @@ struct CudaOp {
   std::function<std::unique_ptr<Step>(const Layer&, const Tactic&, const LayerSignature&, CudaDevice&)> instantiate;
   // Candidates, best guess first; empty: the one tactic "cuda.<domain.>op" (lower case).
   std::function<std::vector<Tactic>(const Layer&, Precision, const LayerInputs&, CudaDevice&)> tactics;
+  // Optional: {} when the layer alone (no tensors known yet) can run, else the reason; the fusion
+  // passes ask this before making a fused layer (kiln.Pointwise: every body op has a CUDA step).
+  std::function<SupportVerdict(const Layer&, Precision)> supportsLayer;
 };
 
 class CudaOpRegistry {
@@ -66,6 +69,9 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Indexing)                    \
   X(Resize)                      \
   X(Pool)                        \
+  X(Softmax)                     \
+  X(Norm)                        \
+  X(Pointwise)                   \
   X(Quant)                       \
   X(MatMul)                      \
   X(Conv)                        \
