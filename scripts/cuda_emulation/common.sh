@@ -16,11 +16,12 @@ for f in $(find "$out/tree/kernels/cuda" -name '*.cu' -o -name '*.cuh'); do pyth
 compile() {
   local src="$1" object="$out/obj/$(basename "$1").o"
   shift
-  nice -n 10 $cxx $flags "$@" -x c++ -c "$src" -o "$object" >&2
+  nice -n 10 $cxx $flags "$@" -x c++ -c "$src" -o "$object" >&2 || { echo "failed to compile $src" >&2; exit 1; }
   echo "$object"
 }
 
 kernel_objects=()
 for src in $(find "$out/tree/kernels/cuda" -name '*.cu' -o -name '*.cpp') "$here/host_runtime.cpp"; do
-  kernel_objects+=("$(compile "$src")")
+  object=$(compile "$src")
+  kernel_objects+=("$object")
 done

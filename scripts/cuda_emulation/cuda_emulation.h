@@ -6,6 +6,7 @@
 // timing bugs, but it runs the kernels' real index math, folds, scans and sorts. run.sh builds the
 // GPU tests this way.
 #pragma once
+#define KILN_CUDA_EMULATION 1  // device-only helpers that kernels/cuda guards with __CUDACC__ compile too
 #define __host__
 #define __device__
 #define __global__
@@ -139,3 +140,38 @@ T __shfl_xor_sync(unsigned, T value, int laneMask, int = 32) {
   kiln_emu::wait(2);
   return value;
 }
+
+// Fibers switch only at barriers, so a plain read-modify-write is atomic here.
+template <class T, class U>
+T atomicAdd(T* address, U value) {
+  const T old = *address;
+  *address = T(old + value);
+  return old;
+}
+template <class T, class U>
+T atomicMax(T* address, U value) {
+  const T old = *address;
+  *address = old < T(value) ? T(value) : old;
+  return old;
+}
+template <class T, class U>
+T atomicMin(T* address, U value) {
+  const T old = *address;
+  *address = T(value) < old ? T(value) : old;
+  return old;
+}
+template <class T, class U, class V>
+T atomicCAS(T* address, U compare, V value) {
+  const T old = *address;
+  if (old == T(compare)) *address = T(value);
+  return old;
+}
+template <class T, class U>
+T atomicExch(T* address, U value) {
+  const T old = *address;
+  *address = T(value);
+  return old;
+}
+// Round-to-nearest double arithmetic without contraction (the host compiler does not fuse at -O1).
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }

@@ -7,8 +7,9 @@ source "$(dirname "$0")/common.sh"
 objects=("${kernel_objects[@]}")
 for src in "$root"/tests/cuda/*_test.cpp; do
   case "$src" in *_host_test.cpp|*tensor_geometry_test.cpp) continue ;; esac
-  objects+=("$(compile "$src")")
+  object=$(compile "$src")
+  objects+=("$object")
 done
 g++ "${objects[@]}" "$root/build/default/kernels/libkiln_cpu_kernels.a" "$root/build/default/kernels/libkiln_cpu_kernel_common.a" \
-  -lgtest -lgtest_main -fopenmp -lpthread -o "$out/kiln_cuda_tests_emulated"
+  -lgtest -lgtest_main -lopenblas -l:libdnnl.so.2.6 -fopenmp -lpthread -o "$out/kiln_cuda_tests_emulated"
 "$out/kiln_cuda_tests_emulated" --gtest_filter="${1:-*}"

@@ -30,9 +30,11 @@ for src in "$root"/engine_core/src/backends/cuda/*.cpp "$root"/engine_core/src/b
   case "$(basename "$src")" in
     cublaslt_matmul.cpp|cudnn_conv.cpp|cuda_matmul.cpp|cuda_conv.cpp|cuda_attention.cpp|*_plan.cpp) continue ;;
   esac
-  objects+=("$(eval compile "$src" $backend_flags)")
+  object=$(eval compile "$src" $backend_flags)
+  objects+=("$object")
 done
-objects+=("$(eval compile "$here/library_family_stubs.cpp" $backend_flags -I"$root/engine_core/src")")
+object=$(eval compile "$here/library_family_stubs.cpp" $backend_flags -I"$root/engine_core/src")
+objects+=("$object")
 mkdir -p "$out/backend"
 g++ -shared -o "$out/backend/libkiln_cuda_backend.so" "${objects[@]}" -L"$build/engine_core" -lkiln \
   -Wl,-rpath,"$build/engine_core" -Wl,-Bsymbolic -Wl,--no-undefined -lpthread

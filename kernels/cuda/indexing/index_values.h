@@ -42,7 +42,7 @@ cudaError_t dispatchIndexType(ElementType type, Fn&& fn) {
 
 inline IndexReader indexReader(const void* data, ElementType type) { return {data, type == ElementType::kInt64}; }
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(KILN_CUDA_EMULATION)
 // Records a bad index; every thread that finds one writes the same value, so no atomic is needed.
 __device__ __forceinline__ void reportBadIndex(int* errorFlag) {
   if (errorFlag) *errorFlag = 1;
