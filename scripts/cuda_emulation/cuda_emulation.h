@@ -124,32 +124,6 @@ void launch(F kernel, dim3 grid, dim3 block, size_t sharedBytes = 0, cudaStream_
 }
 }  // namespace kiln_emu
 
-// Atomics: a fiber yields only at barriers, so a plain read-modify-write is atomic here.
-template <class T, class V>
-T atomicAdd(T* address, V value) {
-  const T old = *address;
-  *address = T(old + T(value));
-  return old;
-}
-template <class T, class V>
-T atomicMax(T* address, V value) {
-  const T old = *address;
-  if (old < T(value)) *address = T(value);
-  return old;
-}
-template <class T, class V>
-T atomicMin(T* address, V value) {
-  const T old = *address;
-  if (T(value) < old) *address = T(value);
-  return old;
-}
-template <class T, class V>
-T atomicCAS(T* address, T compare, V value) {
-  const T old = *address;
-  if (old == compare) *address = T(value);
-  return old;
-}
-
 // The device's correctly rounded arithmetic intrinsics: plain host arithmetic (x86-64 builds do
 // not contract into fused multiply-adds by default).
 inline double __dadd_rn(double a, double b) { return a + b; }
@@ -174,3 +148,34 @@ T __shfl_xor_sync(unsigned, T value, int laneMask, int = 32) {
   return value;
 }
 
+// Fibers switch only at barriers, so a plain read-modify-write is atomic here.
+template <class T, class U>
+T atomicAdd(T* address, U value) {
+  const T old = *address;
+  *address = T(old + value);
+  return old;
+}
+template <class T, class U>
+T atomicMax(T* address, U value) {
+  const T old = *address;
+  *address = old < T(value) ? T(value) : old;
+  return old;
+}
+template <class T, class U>
+T atomicMin(T* address, U value) {
+  const T old = *address;
+  *address = T(value) < old ? T(value) : old;
+  return old;
+}
+template <class T, class U, class V>
+T atomicCAS(T* address, U compare, V value) {
+  const T old = *address;
+  if (old == T(compare)) *address = T(value);
+  return old;
+}
+template <class T, class U>
+T atomicExch(T* address, U value) {
+  const T old = *address;
+  *address = T(value);
+  return old;
+}

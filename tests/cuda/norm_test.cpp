@@ -1,6 +1,6 @@
 // The CUDA normalisations against the CPU kernels: LayerNormalization (with and without bias,
 // statistics out, the fused residual add, in place), InstanceNormalization, GroupNormalization,
-// BatchNormalization, LpNormalization and MeanVarianceNormalization, every float type.
+// BatchNormalization, LpNormalization, MeanVarianceNormalization and LRN, every float type.
 #include "cuda/cuda_test_util.h"
 
 #include <kernels/cpu/elementwise/binary.h>
@@ -200,5 +200,43 @@ TEST(CudaNorm, LpAndMeanVarianceNormalizationMatchCpu) {
 #undef KILN_CHECK
   DeviceBuffer buffer(64);
   EXPECT_EQ(launchLpNormalization(buffer.data(), 1, 4, 1, 3, buffer.data(), ElementType::kFloat32, nullptr),
+            cudaErrorInvalidValue);
+}
+
+namespace {
+
+template <class T>
+void checkLrn() {
+  struct Case {
+    int64_t batch, channels, spatial, size;
+  };
+  for (const Case& c : {Case{1, 5, 9, 3}, Case{2, 7, 13, 5}, Case{1, 3, 1, 8}, Case{3, 1, 4, 1}, Case{2, 6, 5, 2},
+                        Case{0, 4, 3, 3}}) {
+    const int64_t count = c.batch * c.channels * c.spatial;
+    const std::vector<T> x = randomValues<T>(count, -3, 3, uint32_t(count + c.size));
+    std::vector<T> want(static_cast<size_t>(count));
+    kiln::kernels::localResponseNormalization<T>(c.batch, c.channels, c.spatial, x.data(), c.size, 2e-2f, 0.75f,
+                                                 1.5f, want.data());
+    DeviceBuffer dx(x), y(size_t(count) * sizeof(T));
+    ASSERT_TRUE(runPoisoned(y, [&] {
+      return launchLocalResponseNormalization(dx.data(), c.batch, c.channels, c.spatial, c.size, 2e-2f, 0.75f, 1.5f,
+                                              y.data(), elementTypeOf<T>(), nullptr);
+    }));
+    EXPECT_TRUE(closeTo(y.read<T>(), want, normTolerance<T>()))
+        << toString(elementTypeOf<T>()) << " [" << c.batch << "," << c.channels << "," << c.spatial << "] size "
+        << c.size;
+  }
+}
+
+}  // namespace
+
+TEST(CudaNorm, LocalResponseNormalizationMatchesCpu) {
+  KILN_REQUIRE_GPU();
+#define KILN_CHECK(T) checkLrn<T>();
+  KILN_TEST_FLOAT_TYPES(KILN_CHECK)
+#undef KILN_CHECK
+  DeviceBuffer buffer(64);
+  EXPECT_EQ(launchLocalResponseNormalization(buffer.data(), 1, 4, 1, 0, 1e-4f, 0.75f, 1, buffer.data(),
+                                             ElementType::kFloat32, nullptr),
             cudaErrorInvalidValue);
 }

@@ -2,6 +2,7 @@
 
 #include <kiln/error.h>
 
+#include "../ops/fused.h"
 #include "../runtime/subgraph_cache.h"
 
 namespace kiln {
@@ -19,7 +20,10 @@ std::string nameSome(const std::vector<std::string>& names) {
 }  // namespace
 
 bool usesHostOnlyValues(const Network& network, const Layer& layer) {
-  if (hasSubgraphs(layer)) return true;
+  // kiln.Pointwise's body describes its elementwise work (a device backend may run it); control
+  // flow bodies run on the host.
+  const bool pointwise = layer.domain == fused::kDomain && layer.opType == fused::kPointwise;
+  if (hasSubgraphs(layer) && !pointwise) return true;
   for (const auto& name : layer.inputs)
     if (!name.empty() && hostOnly(network.findTensor(name))) return true;
   for (const auto& name : layer.outputs)

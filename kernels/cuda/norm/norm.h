@@ -48,6 +48,11 @@ cudaError_t launchBatchNormalization(const void* x, const float* scale, const fl
                                      const float* variance, int64_t batch, int64_t channels, int64_t spatial,
                                      float epsilon, void* y, ElementType type, cudaStream_t stream);
 
+// LRN across the channels of x[batch, channels, spatial] (size >= 1: the window length).
+cudaError_t launchLocalResponseNormalization(const void* x, int64_t batch, int64_t channels, int64_t spatial,
+                                             int64_t size, float alpha, float beta, float bias, void* y,
+                                             ElementType type, cudaStream_t stream);
+
 // LpNormalization: x[outer, axis, inner] divided by its L1 (p = 1) or L2 (p = 2) norm along the
 // middle axis; a zero norm gives 0.
 cudaError_t launchLpNormalization(const void* x, int64_t outer, int64_t axis, int64_t inner, int64_t p, void* y,

@@ -73,9 +73,9 @@ class CudaBackend : public Backend {
   SupportVerdict supports(const Layer& layer, Precision precision) const override {
     if (precision == Precision::kINT8 || precision == Precision::kFP8)
       return {false, "the CUDA backend has no " + std::string(toString(precision)) + " kernels yet"};
-    if (!CudaOpRegistry::instance().find(layer.domain, layer.opType))
-      return {false, "no CUDA kernel for " + (layer.domain.empty() ? "" : layer.domain + ".") + layer.opType};
-    return {};
+    const CudaOp* op = CudaOpRegistry::instance().find(layer.domain, layer.opType);
+    if (!op) return {false, "no CUDA kernel for " + (layer.domain.empty() ? "" : layer.domain + ".") + layer.opType};
+    return op->supportsLayer ? op->supportsLayer(layer, precision) : SupportVerdict{};
   }
 
   SupportVerdict supportsTensors(const Layer& layer, Precision precision, const LayerSignature& tensors) const override {

@@ -26,6 +26,9 @@ struct CudaOp {
   // Its step sizes outputs that follow from data (OutputAllocator) and reads shape-deciding inputs
   // in device memory (Backend::runsDataDependent); such steps synchronise their stream.
   bool dataDependent = false;
+  // Optional: {} when the layer alone (no tensors known yet) can run, else the reason; the fusion
+  // passes ask this before making a fused layer (kiln.Pointwise: every body op has a CUDA step).
+  std::function<SupportVerdict(const Layer&, Precision)> supportsLayer;
 };
 
 class CudaOpRegistry {
@@ -69,6 +72,9 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Indexing)                    \
   X(Resize)                      \
   X(Pool)                        \
+  X(Softmax)                     \
+  X(Norm)                        \
+  X(Pointwise)                   \
   X(Quant)                       \
   X(MatMul)                      \
   X(Conv)                        \
