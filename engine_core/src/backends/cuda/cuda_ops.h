@@ -69,7 +69,9 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Quant)                       \
   X(MatMul)                      \
   X(Conv)                        \
-  X(Attention)
+  X(Attention)                   \
+  X(Reduce)                      \
+  X(Loss)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)
