@@ -125,6 +125,9 @@ void launch(F kernel, dim3 grid, dim3 block, size_t sharedBytes = 0, cudaStream_
 
 inline void __syncthreads() { kiln_emu::wait(1); }
 inline void __syncwarp(unsigned = 0xFFFFFFFFu) { kiln_emu::wait(2); }
+// Round-to-nearest double arithmetic (the host's default rounding).
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
 
 template <class T>
 T __shfl_xor_sync(unsigned, T value, int laneMask, int = 32) {

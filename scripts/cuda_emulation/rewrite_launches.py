@@ -4,7 +4,7 @@
 import re, sys, pathlib
 src, dst = sys.argv[1], sys.argv[2]
 s = pathlib.Path(src).read_text()
-pattern = re.compile(r'([A-Za-z_][\w:]*(?:<[^;{}<>]*>)?)<<<(.*?)>>>\((.*?)\);', re.S)
+pattern = re.compile(r'([A-Za-z_][\w:]*(?:<[^;{}<>]*>)?)\s*<<<(.*?)>>>\((.*?)\);', re.S)
 count = 0
 def repl(m):
     global count

@@ -139,12 +139,13 @@ ReduceLayout makeLayout(const std::vector<int64_t>& dims, const std::vector<bool
 }
 
 // Folds a contiguous run into acc; independent lanes let the compiler vectorise without reordering
-// a single chain of float additions.
+// a single chain of float additions. Integer folds (exact in any order) take the plain loop:
+// GCC 12.2 at -O3 -march=x86-64-v3 dropped elements from the lanes of int8/int16 folds.
 template <class R, class A, class T>
 A foldRun(const T* p, int64_t n, A acc, A shift) {
   constexpr int kLanes = 8;
   int64_t j = 0;
-  if (n >= 2 * kLanes) {
+  if (std::is_floating_point_v<A> && n >= 2 * kLanes) {
     A lanes[kLanes];
     for (int l = 0; l < kLanes; ++l) lanes[l] = R::init();
     for (; j + kLanes <= n; j += kLanes)

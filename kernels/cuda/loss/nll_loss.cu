@@ -7,6 +7,8 @@
 #include "kernels/cuda/common/launch.cuh"
 #include "kernels/cuda/reduce/block_reduce.cuh"
 
+#include <cmath>
+
 namespace kiln::kernels::cuda {
 namespace {
 
