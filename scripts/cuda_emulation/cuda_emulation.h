@@ -125,6 +125,33 @@ void launch(F kernel, dim3 grid, dim3 block, size_t sharedBytes = 0, cudaStream_
 
 inline void __syncthreads() { kiln_emu::wait(1); }
 inline void __syncwarp(unsigned = 0xFFFFFFFFu) { kiln_emu::wait(2); }
+// Atomics: the fibers of a launch run one at a time and switch only at a barrier, so a plain
+// read-modify-write is atomic.
+template <class T>
+T atomicCAS(T* address, T compare, T value) {
+  const T old = *address;
+  if (old == compare) *address = value;
+  return old;
+}
+template <class T, class U>
+T atomicAdd(T* address, U value) {
+  const T old = *address;
+  *address = T(old + value);
+  return old;
+}
+template <class T, class U>
+T atomicMax(T* address, U value) {
+  const T old = *address;
+  if (T(value) > old) *address = T(value);
+  return old;
+}
+template <class T, class U>
+T atomicMin(T* address, U value) {
+  const T old = *address;
+  if (T(value) < old) *address = T(value);
+  return old;
+}
+
 // Round-to-nearest double arithmetic (the host's default rounding).
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
