@@ -23,6 +23,8 @@ inline int32_t onnxTypeOf(DataType type) {
     case DataType::kBFloat16: return onnx::TensorProto::BFLOAT16;
     case DataType::kInt8: return onnx::TensorProto::INT8;
     case DataType::kUInt8: return onnx::TensorProto::UINT8;
+    case DataType::kInt16: return onnx::TensorProto::INT16;
+    case DataType::kUInt16: return onnx::TensorProto::UINT16;
     case DataType::kInt32: return onnx::TensorProto::INT32;
     case DataType::kInt64: return onnx::TensorProto::INT64;
     default: return onnx::TensorProto::UNDEFINED;

@@ -45,8 +45,13 @@ void InferenceContext::fail(const std::string& why) const {
 }
 
 int64_t InferenceContext::normalizeAxis(int64_t axis, int64_t rank, const char* what) const {
+  return kiln::normalizeAxis(layer_, axis, rank, what);
+}
+
+int64_t normalizeAxis(const Layer& layer, int64_t axis, int64_t rank, const char* what) {
   if (axis < -rank || axis >= rank)
-    fail(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    throw Error(ErrorCode::kInvalidModel, layer.describe() + ": " + what + " " + std::to_string(axis) +
+                                              " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }
 

@@ -59,6 +59,10 @@ class InferenceContext {
   std::vector<Tensor> outputs_;
 };
 
+// `axis` (-rank <= axis < rank) as a dim index; throws kiln::Error(kInvalidModel) naming the layer
+// (and `what`) when out of range. Shared by the schemas and the backends' kernels.
+int64_t normalizeAxis(const Layer& layer, int64_t axis, int64_t rank, const char* what = "axis");
+
 using InferFn = std::function<void(InferenceContext&)>;
 
 struct OpSchema {

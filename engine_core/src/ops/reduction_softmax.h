@@ -2,7 +2,10 @@
 // Attribute logic of the reduction_softmax family shared by its schemas and CPU kernels.
 #include <kiln/network.h>
 
+#include <kernels/cpu/softmax/softmax.h>
+
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace kiln {
@@ -29,5 +32,10 @@ AxisSplit splitAtAxis(const std::vector<int64_t>& dims, int64_t axis, bool flatt
 // Softmax, LogSoftmax and Hardmax: default axis 1 and flattening before opset 13, -1 and one axis after.
 int64_t softmaxAxisAttr(const Layer& layer);
 bool softmaxFlattens(const Layer& layer);
+
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: the 'reduction' attribute (mean when
+// absent; the schema refuses other names) and ignore_index (none when absent).
+kernels::LossReduction lossReductionOf(const Layer& layer);
+std::optional<int64_t> lossIgnoreIndex(const Layer& layer);
 
 }  // namespace kiln

@@ -1,5 +1,6 @@
 // Type and shape inference for NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
 #include "op_schema.h"
+#include "reduction_softmax.h"
 
 namespace kiln {
 namespace {
@@ -39,6 +40,18 @@ void inferLoss(InferenceContext& ctx) {
 }
 
 }  // namespace
+
+kernels::LossReduction lossReductionOf(const Layer& layer) {
+  const std::string r = layer.attrString("reduction", "mean");
+  return r == "none" ? kernels::LossReduction::kNone
+         : r == "sum" ? kernels::LossReduction::kSum
+                      : kernels::LossReduction::kMean;
+}
+
+std::optional<int64_t> lossIgnoreIndex(const Layer& layer) {
+  if (!layer.hasAttr("ignore_index")) return std::nullopt;
+  return layer.attrInt("ignore_index");
+}
 
 void registerLossSchemas(OpSchemaRegistry& registry) {
   registry.add({"", "NegativeLogLikelihoodLoss", inferLoss, 2, 3});

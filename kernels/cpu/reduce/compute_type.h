@@ -2,6 +2,7 @@
 // The type reductions and scans compute in: float for the 16-bit floats, the element type otherwise.
 #include <kernels/cpu/common/numeric_types.h>
 
+#include <cstdint>
 #include <type_traits>
 
 namespace kiln::kernels {
@@ -26,6 +27,28 @@ inline T narrowValue(ComputeType<T> v) {
     return fromFloat<T>(v);
   else
     return v;
+}
+
+// a + b and a * b; integers wrap (as ONNX Runtime) in unsigned arithmetic at least as wide as int,
+// since signed overflow is undefined (and GCC 12.2 at -O3 miscompiled the vectorised lanes of
+// reductions that folded int8/int16 through int).
+template <class A>
+using WrapArithmetic = std::conditional_t<(sizeof(A) <= 4), uint32_t, uint64_t>;
+
+template <class A>
+inline A addWrapping(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return A(WrapArithmetic<A>(a) + WrapArithmetic<A>(b));
+  else
+    return A(a + b);
+}
+
+template <class A>
+inline A multiplyWrapping(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return A(WrapArithmetic<A>(a) * WrapArithmetic<A>(b));
+  else
+    return A(a * b);
 }
 
 // Explicit instantiation lists shared by the reduce/ kernels.

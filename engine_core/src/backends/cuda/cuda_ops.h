@@ -85,7 +85,9 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Linalg)                      \
   X(Selection)                   \
   X(Sampling)                    \
-  X(IntegerMath)
+  X(IntegerMath)                 \
+  X(Reduce)                      \
+  X(Loss)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)

@@ -4,6 +4,7 @@
 #include <kernels/cpu/softmax/softmax.h>
 
 #include "../../../ops/op_families.h"
+#include "../../../ops/op_schema.h"
 #include "../../../ops/reduction_softmax.h"
 #include "../cpu_kernel.h"
 #include "../dispatch.h"
@@ -27,16 +28,9 @@ void runReduce(KernelContext& ctx, ReduceKind kind) {
   });
 }
 
-int64_t axisAttr(const KernelContext& ctx, int64_t axis, size_t rank) {
-  const int64_t r = int64_t(rank);
-  if (axis < -r || axis >= r)
-    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  return axis < 0 ? axis + r : axis;
-}
-
 void runArgExtreme(KernelContext& ctx, bool largest) {
   const HostTensor& x = ctx.input(0);
-  const int64_t axis = axisAttr(ctx, ctx.layer().attrInt("axis", 0), x.rank());
+  const int64_t axis = normalizeAxis(ctx.layer(), ctx.layer().attrInt("axis", 0), int64_t(x.rank()));
   const bool selectLast = ctx.layer().attrInt("select_last_index", 0) != 0;
   const AxisSplit s = splitAtAxis(x.dims(), axis);
   HostTensor& y = ctx.allocateOutput(0);
@@ -48,7 +42,7 @@ void runArgExtreme(KernelContext& ctx, bool largest) {
 
 void runSoftmax(KernelContext& ctx, kernels::SoftmaxKind kind) {
   const HostTensor& x = ctx.input(0);
-  const int64_t axis = axisAttr(ctx, softmaxAxisAttr(ctx.layer()), x.rank());
+  const int64_t axis = normalizeAxis(ctx.layer(), softmaxAxisAttr(ctx.layer()), int64_t(x.rank()));
   const AxisSplit s = splitAtAxis(x.dims(), axis, softmaxFlattens(ctx.layer()));
   HostTensor& y = ctx.allocateOutput(0);
   dispatchFloat(x.dtype(), [&](auto tag) {
@@ -60,7 +54,7 @@ void runSoftmax(KernelContext& ctx, kernels::SoftmaxKind kind) {
 void runTopK(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const Layer& layer = ctx.layer();
-  const int64_t axis = axisAttr(ctx, layer.attrInt("axis", -1), x.rank());
+  const int64_t axis = normalizeAxis(ctx.layer(), layer.attrInt("axis", -1), int64_t(x.rank()));
   const int64_t k = layer.opsetVersion < 10 ? layer.attrInt("k") : ctx.input(1).toInt64Vector().at(0);
   const bool largest = layer.attrInt("largest", 1) != 0;  // 'sorted' = 0 allows any order; sorted is one
   const AxisSplit s = splitAtAxis(x.dims(), axis);
@@ -74,7 +68,7 @@ void runTopK(KernelContext& ctx) {
 
 void runCumSum(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
-  const int64_t axis = axisAttr(ctx, ctx.input(1).toInt64Vector().at(0), x.rank());
+  const int64_t axis = normalizeAxis(ctx.layer(), ctx.input(1).toInt64Vector().at(0), int64_t(x.rank()));
   const bool exclusive = ctx.layer().attrInt("exclusive", 0) != 0, reverse = ctx.layer().attrInt("reverse", 0) != 0;
   const AxisSplit s = splitAtAxis(x.dims(), axis);
   HostTensor& y = ctx.allocateOutput(0);

@@ -1,18 +1,12 @@
 // CPU kernels for NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
 #include <kernels/cpu/softmax/softmax.h>
 
+#include "../../../ops/reduction_softmax.h"
 #include "../cpu_kernel.h"
 #include "../dispatch.h"
 
 namespace kiln {
 namespace {
-
-using kernels::LossReduction;
-
-LossReduction lossReduction(const Layer& layer) {
-  const std::string r = layer.attrString("reduction", "mean");
-  return r == "none" ? LossReduction::kNone : r == "sum" ? LossReduction::kSum : LossReduction::kMean;
-}
 
 // loss (output 0) from log-probabilities [N, C, d...] and the target/weight inputs 1 and 2.
 void computeLoss(KernelContext& ctx, const HostTensor& logProb) {
@@ -20,8 +14,7 @@ void computeLoss(KernelContext& ctx, const HostTensor& logProb) {
   const HostTensor& target = ctx.input(1);
   const int64_t batch = logProb.dim(0), classes = logProb.dim(1);
   const int64_t spatial = batch * classes == 0 ? 0 : logProb.elementCount() / (batch * classes);
-  const std::optional<int64_t> ignore =
-      layer.hasAttr("ignore_index") ? std::optional<int64_t>(layer.attrInt("ignore_index")) : std::nullopt;
+  const std::optional<int64_t> ignore = lossIgnoreIndex(layer);
   HostTensor& loss = ctx.allocateOutput(0);
   int64_t bad = -1;
   dispatchFloat(logProb.dtype(), [&](auto tag) {
@@ -31,7 +24,7 @@ void computeLoss(KernelContext& ctx, const HostTensor& logProb) {
       using I = decltype(indexTag);
       bad =
           kernels::negativeLogLikelihoodLoss<T, I>(logProb.data<T>(), target.data<I>(), weight, loss.data<T>(), batch,
-                                                   classes, spatial, lossReduction(layer), ignore ? &*ignore : nullptr);
+                                                   classes, spatial, lossReductionOf(layer), ignore ? &*ignore : nullptr);
     };
     if (target.dtype() == DataType::kInt32)
       run(int32_t{});
