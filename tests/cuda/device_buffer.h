@@ -1,6 +1,8 @@
 #pragma once
 // Device memory for a GPU test, poisoned (0xFF bytes) when made so an unwritten output shows;
-// at least 16 bytes are allocated, so an empty tensor still has a valid pointer.
+// at least 16 bytes are allocated, so an empty tensor still has a valid pointer, and a multiple of
+// 4, as the engine's arena (256-byte rounded buffers) gives: byte-wide atomics read the aligned
+// 32-bit word around their byte.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -14,7 +16,7 @@ namespace kiln::test {
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (cudaMalloc(&data_, bytes < 16 ? 16 : bytes) != cudaSuccess) {
+    if (cudaMalloc(&data_, bytes < 16 ? 16 : (bytes + 3) / 4 * 4) != cudaSuccess) {
       ADD_FAILURE() << "cudaMalloc of " << bytes << " bytes failed";
       data_ = nullptr;
       return;

@@ -48,7 +48,7 @@ void expectAgreement(const RecurrentModel& m) {
       }
       return name;
     };
-    std::vector<std::string> in{tensor("w", {D, G * H, m.inputSize}, 52, m.weightsAsInputs),
+    std::vector<std::string> in{"x", tensor("w", {D, G * H, m.inputSize}, 52, m.weightsAsInputs),
                                 tensor("r", {D, G * H, H}, 53, m.weightsAsInputs)};
     in.push_back(m.bias || m.lengths || m.initial || m.peephole ? tensor("b", {D, 2 * G * H}, 54, m.weightsAsInputs) : "");
     if (m.lengths) {

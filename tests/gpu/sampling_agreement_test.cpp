@@ -86,7 +86,7 @@ TEST(SamplingAgreement, RoiAlignAverageAndMax) {
 
 TEST(SamplingAgreement, MaxUnpoolAfterMaxPoolWithAndWithoutOutputShape) {
   KILN_REQUIRE_CUDA_BACKEND();
-  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1, 1, 4, 4}, {2, 3, 7, 9}})
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1, 1, 4, 4}, {2, 3, 6, 10}, {2, 3, 7, 9}})
     for (Precision precision : test::kFloatPrecisions) {
       SCOPED_TRACE(dimsToString(dims) + " " + toString(precision));
       ModelBuilder mb(11);
@@ -94,7 +94,12 @@ TEST(SamplingAgreement, MaxUnpoolAfterMaxPoolWithAndWithoutOutputShape) {
       auto& pool = mb.node("MaxPool", {"x"}, {"pooled", "indices"}, "pool");
       ModelBuilder::setInts(pool, "kernel_shape", {2, 2});
       ModelBuilder::setInts(pool, "strides", {2, 2});
-      auto& unpool = mb.node("MaxUnpool", {"pooled", "indices"}, {"unpooled"}, "unpool");
+      // Odd sizes: the indices point past the size MaxUnpool infers, so give it the input's.
+      const bool odd = dims[2] % 2 || dims[3] % 2;
+      if (odd) mb.initializer("same", test::int64s({4}, dims));
+      auto& unpool = mb.node("MaxUnpool", odd ? std::vector<std::string>{"pooled", "indices", "same"}
+                                              : std::vector<std::string>{"pooled", "indices"},
+                             {"unpooled"}, "unpool");
       ModelBuilder::setInts(unpool, "kernel_shape", {2, 2});
       ModelBuilder::setInts(unpool, "strides", {2, 2});
       mb.initializer("shape", test::int64s({4}, {dims[0], dims[1], dims[2] + 1, dims[3] + 2}));

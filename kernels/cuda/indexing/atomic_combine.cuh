@@ -60,6 +60,7 @@ __device__ void atomicCombineByCas(T* address, T value, ScatterReduction op) {
       old = atomicCAS(word, assumed, bitCast<Word>(combineValues(bitCast<T>(assumed), value, op)));
     } while (old != assumed);
   } else {  // bytes: a CAS on the aligned 32-bit word around it, the other bytes written back as they were
+    // (so the buffer must extend to a multiple of 4 bytes; the engine's arena rounds to 256)
     using Narrow = uint8_t;
     const uintptr_t at = reinterpret_cast<uintptr_t>(address);
     unsigned int* word = reinterpret_cast<unsigned int*>(at & ~uintptr_t(3));
