@@ -130,7 +130,7 @@ Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std:
     }
     // A reference of RMS below 1e-6 (a window of one value, 0.42 - 0.5 + 0.08 in float) is compared
     // absolutely: its relative error says only how each side rounds zero.
-    const double nmse = error / std::max(norm, double(w.size()) * 1e-12);
+    const double nmse = w.empty() ? 0 : error / std::max(norm, double(w.size()) * 1e-12);
     if (nmse > result.worstNmse || result.worstOutput.empty()) {
       result.worstNmse = nmse;
       result.worstOutput = name;
