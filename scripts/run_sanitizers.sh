@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Builds the engine and its tests with AddressSanitizer + UndefinedBehaviorSanitizer (the "asan"
+# preset: GCC, -O1 -g, no CUDA backend, no Qt) and runs the tests under them. Any sanitizer report
+# (ASan, LeakSanitizer, UBSan) fails the run, even one from a child process whose test tolerates a
+# crash (the conformance runner forks a child per batch and allows 5% failures).
+#
+# Usage: scripts/run_sanitizers.sh [--full]
+#   default  every unit test (ctest's gtest areas, models.*), the small conformance suites (simple,
+#            pytorch-operator, pytorch-converted in all three modes) and, of ONNX's node tests, the
+#            reference executor run (conformance.onnx_node_tests_cpu)
+#   --full   also the node tests through the engine and the test device (three more runs of
+#            the 932 node tests, about as long again)
+#   Fuzzing (fuzz.*: its own ASan build with clang, scripts/run_fuzzer.sh) and packaging.* (not
+#   engine code) are never run here.
+#   KILN_SANITIZER_JOBS=N  build jobs (default 2, at nice)
+# Writes build/asan/sanitizers.log (configure, build and every test's output) and prints a summary.
+# Exit status: 0 clean; 1 a test failed or a sanitizer reported something; 2 bad usage or the build failed.
+set -euo pipefail
+
+full=0
+case "${1:-}" in
+  "") ;;
+  --full) full=1 ;;
+  *) echo "usage: $0 [--full]" >&2; exit 2 ;;
+esac
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+build=build/asan
+log=$build/sanitizers.log
+mkdir -p "$build"
+: >"$log"
+start=$(date +%s)
+
+# Objects are cached per compiler flags: the first build of this preset is a full build, later
+# ones hit ccache like the default build does.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+if ! { cmake --preset asan && nice cmake --build --preset asan -j "${KILN_SANITIZER_JOBS:-2}"; } >>"$log" 2>&1; then
+  tail -30 "$log"
+  echo "sanitizers: configuring or building the asan preset failed (log: $log)"
+  exit 2
+fi
+built=$(date +%s)
+
+# The options are the test preset's (CMakePresets.json); shown here for reproducing one test by hand.
+echo "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1" >>"$log"
+exclude='^(fuzz|packaging)\.'
+[ "$full" = 1 ] || exclude='^(fuzz|packaging)\.|^conformance\.onnx_node_tests_(engine|device)'
+status=0
+QT_QPA_PLATFORM=offscreen ctest --preset asan -E "$exclude" -j 2 -V >>"$log" 2>&1 || status=$?
+end=$(date +%s)
+
+# ctest's own summary line: "NN% tests passed, F tests failed out of T".
+summary=$(grep -E '^[0-9]+% tests passed' "$log" | tail -1 || true)
+total=$(sed -nE 's/.* out of ([0-9]+)$/\1/p' <<<"$summary")
+failed=$(sed -nE 's/.*, ([0-9]+) tests? failed.*/\1/p' <<<"$summary")
+skipped=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*Skipped' "$log" || true)
+reports=$(grep -cE 'ERROR: (AddressSanitizer|LeakSanitizer)|: runtime error: ' "$log" || true)
+echo "sanitizers (ASan+UBSan, $([ "$full" = 1 ] && echo full || echo default) set):" \
+     "${total:-0} tests run, $(( ${total:-0} - ${failed:-0} - skipped )) passed, ${failed:-?} failed," \
+     "$skipped skipped; $reports sanitizer reports; build $((built - start)) s, tests $((end - built)) s," \
+     "wall $((end - start)) s (log: $log)"
+if [ "$reports" -gt 0 ]; then
+  grep -E 'ERROR: (AddressSanitizer|LeakSanitizer)|: runtime error: ' "$log" | sort | uniq -c | sort -rn | head -20
+fi
+grep -E '^ *[0-9]+ - .*\((Failed|Timeout|Subprocess aborted|SEGFAULT|Exception)' "$log" | head -20 || true
+[ "$status" -eq 0 ] && [ "$reports" -eq 0 ] && [ -n "$summary" ]
