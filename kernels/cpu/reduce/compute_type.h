@@ -28,6 +28,29 @@ inline T narrowValue(ComputeType<T> v) {
     return v;
 }
 
+// Integer sums and products wrap around, as ONNX's (NumPy's) integers do. Signed overflow is
+// undefined in C++ (GCC 12 at -O3 miscompiled per-lane folds that overflowed), so integers are
+// combined as unsigned of at least int's width (narrower ones would be promoted to int, which
+// uint16 products overflow) and converted back, which C++20 defines as modular.
+template <class A>
+using WrappingType = std::conditional_t<(sizeof(A) < sizeof(unsigned)), unsigned, std::make_unsigned_t<A>>;
+
+template <class A>
+inline A wrappingAdd(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return A(WrappingType<A>(a) + WrappingType<A>(b));
+  else
+    return A(a + b);
+}
+
+template <class A>
+inline A wrappingMul(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return A(WrappingType<A>(a) * WrappingType<A>(b));
+  else
+    return A(a * b);
+}
+
 // Explicit instantiation lists shared by the reduce/ kernels.
 #define KILN_FOR_EACH_FLOAT_TYPE(X) X(float) X(double) X(Float16) X(BFloat16)
 #define KILN_FOR_EACH_INTEGER_TYPE(X) \

@@ -17,7 +17,7 @@ constexpr int64_t kGrainElements = 32768;
 template <class A>
 A absolute(A x) {
   if constexpr (std::is_signed_v<A> || std::is_floating_point_v<A>)
-    return x < A(0) ? A(-x) : x;
+    return x < A(0) ? wrappingMul(x, A(-1)) : x;  // |lowest()| wraps to itself, as in NumPy
   else
     return x;
 }
@@ -26,7 +26,7 @@ template <class A>
 struct SumOf {
   static A init() { return A(0); }
   static A map(A x, A) { return x; }
-  static A combine(A a, A b) { return A(a + b); }
+  static A combine(A a, A b) { return wrappingAdd(a, b); }
   static A finish(A a, int64_t, A) { return a; }
 };
 template <class A>
@@ -35,7 +35,7 @@ struct MeanOf : SumOf<A> {
 };
 template <class A>
 struct SumSquareOf : SumOf<A> {
-  static A map(A x, A) { return A(x * x); }
+  static A map(A x, A) { return wrappingMul(x, x); }
 };
 template <class A>
 struct L1Of : SumOf<A> {
@@ -58,7 +58,7 @@ struct LogSumExpOf : SumOf<A> {
 template <class A>
 struct ProdOf : SumOf<A> {
   static A init() { return A(1); }
-  static A combine(A a, A b) { return A(a * b); }
+  static A combine(A a, A b) { return wrappingMul(a, b); }
 };
 template <class A>
 struct MaxOf : SumOf<A> {

@@ -63,9 +63,9 @@ void cumulativeSum(const T* in, T* out, int64_t outer, int64_t n, int64_t inner,
                       const A x = widenValue(src[j]);
                       if (exclusive) {
                         dst[j] = narrowValue<T>(acc[j]);
-                        acc[j] = A(acc[j] + x);
+                        acc[j] = wrappingAdd(acc[j], x);
                       } else {
-                        acc[j] = A(acc[j] + x);
+                        acc[j] = wrappingAdd(acc[j], x);
                         dst[j] = narrowValue<T>(acc[j]);
                       }
                     }
