@@ -144,6 +144,39 @@ TEST(ReductionSoftmaxCpu, ReduceIntegersAndLogSumExpOfLargeValues) {
   EXPECT_NEAR(y[1], -5 + std::log(1 + std::exp(-1.0) + std::exp(-2.0)), 1e-4);
 }
 
+// Integer reductions wrap around as NumPy's do; 40 elements take the kernel's per-lane path, whose
+// partial sums overflow too. (Signed overflow is undefined in C++: UBSan's asan preset checks it.)
+TEST(ReductionSoftmaxCpu, IntegerReductionsAndCumSumWrapAroundOnOverflow) {
+  const int n = 40;
+  std::vector<int32_t> values(n);
+  for (int i = 0; i < n; ++i) values[size_t(i)] = (i % 3 ? 1 : -1) * (std::numeric_limits<int32_t>::max() - i);
+  values[7] = std::numeric_limits<int32_t>::lowest();
+  uint32_t sum = 0, product = 1, squares = 0, absolutes = 0;
+  for (int32_t v : values) {
+    sum += uint32_t(v);
+    product *= uint32_t(v);
+    squares += uint32_t(v) * uint32_t(v);
+    absolutes += v < 0 ? 0u - uint32_t(v) : uint32_t(v);
+  }
+  const HostTensor x = HostTensor::fromVector<int32_t>({1, n}, values);
+  auto reduced = [&](const char* op) { return runReduce(op, x, {1}, false, false).data<int32_t>()[0]; };
+  EXPECT_EQ(reduced("ReduceSum"), int32_t(sum));
+  EXPECT_EQ(reduced("ReduceProd"), int32_t(product));
+  EXPECT_EQ(reduced("ReduceSumSquare"), int32_t(squares));
+  EXPECT_EQ(reduced("ReduceL1"), int32_t(absolutes));
+
+  ModelBuilder mb(14);
+  mb.initializer("axis", HostTensor::fromVector<int64_t>({}, {1}));
+  mb.node("CumSum", {"x", "axis"}, {"y"});
+  mb.output("y");
+  const HostTensor y = runModel(mb, {{"x", x}}).at("y").tensor;
+  uint32_t running = 0;
+  for (int i = 0; i < n; ++i) {
+    running += uint32_t(values[size_t(i)]);
+    ASSERT_EQ(y.data<int32_t>()[i], int32_t(running)) << i;
+  }
+}
+
 TEST(ReductionSoftmaxCpu, ReduceEmptyAxesInputIsNoopWhenAsked) {
   const HostTensor x = randomFloats({2, 3}, 3);
   ModelBuilder mb(18);

@@ -267,7 +267,10 @@ void ExecutionContext::prepareShapes() {
   State& st = *state_;
   for (const auto& [s, bytes] : st.shapeInputsRead) {
     const SlotState& state = st.slots[size_t(s)];
-    if (!state.userAddress || std::memcmp(state.userAddress, bytes.data(), bytes.size()) != 0) st.shapesDirty = true;
+    // An empty shape input (ReduceSum's empty axes) has nothing to compare, and its bytes' data()
+    // may be null, which memcmp must not be given even for zero bytes.
+    if (!state.userAddress || (!bytes.empty() && std::memcmp(state.userAddress, bytes.data(), bytes.size()) != 0))
+      st.shapesDirty = true;
   }
   if (st.shapesDirty) {
     for (int s : p.inputSlots)
