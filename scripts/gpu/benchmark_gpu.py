@@ -132,10 +132,9 @@ def reference_outputs(name, inputs):
 
 
 def export(name, batch, inputs, path):
-    m = wrapped(name)
-    with torch.inference_mode():
-        torch.onnx.export(m, tuple(inputs.values()), path, input_names=list(inputs), output_names=["y"],
-                          opset_version=17, dynamo=False)
+    # Not under inference_mode/no_grad: nn.MultiheadAttention's fast path (ViT) has no ONNX export.
+    torch.onnx.export(wrapped(name), tuple(inputs.values()), path, input_names=list(inputs), output_names=["y"],
+                      opset_version=17, dynamo=False)
 
 
 def run(cmd, log):
@@ -208,9 +207,13 @@ def main():
             batch = (32 if name.endswith("_s128") else 128) if b == "large" else int(b)
             inputs = make_inputs(name, batch)
             onnx_path = os.path.join(work, f"{name}_b{batch}.onnx")
-            if not os.path.exists(onnx_path):
-                export(name, batch, inputs, onnx_path)
-            expected = reference_outputs(name, inputs)
+            try:
+                if not os.path.exists(onnx_path):
+                    export(name, batch, inputs, onnx_path)
+                expected = reference_outputs(name, inputs)
+            except Exception as e:  # a model that does not export is reported; the others still run
+                print(f"# {name} b{batch}: export failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                continue
             for precision in args.precisions.split(","):
                 row = {"model": name, "batch": batch, "precision": precision, "peers": {}}
                 for mode in args.modes.split(","):
