@@ -33,8 +33,13 @@ CNN = {"resnet50", "mobilenet_v3_large", "efficientnet_b0"}
 
 def make_model(name):
     torch.manual_seed(0)
-    if name in CNN or name == "vit_b_16":
+    if name in CNN:
         return getattr(torchvision.models, name)()
+    if name == "vit_b_16":
+        # torchvision zero-initialises ViT's head: outputs would be all zero and check nothing.
+        m = torchvision.models.vit_b_16()
+        torch.nn.init.normal_(m.heads.head.weight, std=0.02)
+        return m
     from transformers import BertConfig, BertModel, GPT2Config, GPT2Model
     if name == "bert_base_s128":
         return BertModel(BertConfig())
