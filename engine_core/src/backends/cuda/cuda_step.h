@@ -6,6 +6,7 @@
 #include <kernels/cuda/common/element_type.h>
 
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace kiln::cuda {
@@ -42,5 +43,19 @@ class CudaStep : public Step {
   std::vector<DataType> weightTypes_;
   std::vector<const HostTensor*> hostWeights_;
 };
+
+// Whether a launch's inputs have the dims a cached per-shape plan was made for (library steps
+// plan once per input shape and keep the plans).
+inline bool sameDims(const LayerShapes& key, std::span<const TensorView> inputs) {
+  if (key.size() != inputs.size()) return false;
+  for (size_t i = 0; i < key.size(); ++i)
+    if (key[i] != inputs[i].dims) return false;
+  return true;
+}
+
+// The type the model declares for output 0 (float32 when it has none).
+inline DataType outputDeclared(const LayerSignature& signature) {
+  return signature.outputs.empty() || !signature.outputs[0] ? DataType::kFloat32 : signature.outputs[0]->dtype;
+}
 
 }  // namespace kiln::cuda

@@ -48,17 +48,6 @@ class AttentionState : public StepState {
   std::vector<std::unique_ptr<ShapeEntry>> shapes;
 };
 
-bool sameDims(const LayerShapes& key, std::span<const TensorView> inputs) {
-  if (key.size() != inputs.size()) return false;
-  for (size_t i = 0; i < key.size(); ++i)
-    if (key[i] != inputs[i].dims) return false;
-  return true;
-}
-
-DataType outputDeclared(const LayerSignature& signature) {
-  return signature.outputs.empty() || !signature.outputs[0] ? DataType::kFloat32 : signature.outputs[0]->dtype;
-}
-
 class AttentionStep : public CudaStep {
  public:
   AttentionStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
