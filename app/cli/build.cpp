@@ -23,6 +23,7 @@ namespace {
 
 struct BuildOptions {
   std::string modelPath, planPath, reportPath, timingCache, backend = "cpu", workspace = "1G";
+  std::string tacticSources, tacticLock;
   bool fp16 = false, bf16 = false, int8 = false, fp8 = false, noTf32 = false, stronglyTyped = false;
   bool strictDevice = false;
   std::vector<std::string> minShapes, optShapes, maxShapes, profiles, layerPrecisions;
@@ -143,6 +144,22 @@ class StderrLogger : public Logger {
   bool clearLine_ = ::isatty(STDERR_FILENO);
 };
 
+// "-cudnn,+cublaslt": the sources switched off (trtexec's --tacticSources, lower case).
+std::vector<std::string> parseTacticSources(const std::string& text) {
+  static const std::set<std::string> known = {"cudnn", "cublaslt", "cuda", "cpu"};
+  std::vector<std::string> off;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    const std::string name = item.size() > 1 ? item.substr(1) : "";
+    if ((item.empty() || (item[0] != '-' && item[0] != '+')) || !known.count(name))
+      throw Error(ErrorCode::kInvalidArgument, "--tactic-sources '" + text + "': each item is +SOURCE or -SOURCE, "
+                                               "SOURCE one of cudnn, cublaslt, cuda, cpu (e.g. -cudnn,+cublaslt)");
+    std::erase(off, name);
+    if (item[0] == '-') off.push_back(name);
+  }
+  return off;
+}
+
 void runBuild(const BuildOptions& o) {
   BuilderConfig config;
   const auto backend = parseBackendKind(o.backend);
@@ -162,6 +179,8 @@ void runBuild(const BuildOptions& o) {
   config.optimizationLevel = o.optLevel;
   config.workspaceBytes = parseSize(o.workspace);
   config.timingCachePath = o.timingCache;
+  config.disabledTacticSources = parseTacticSources(o.tacticSources);
+  config.tacticLockPath = o.tacticLock;
   config.profiles = parseProfiles(o);
   for (const auto& spec : o.layerPrecisions) {
     size_t colon = spec.rfind(':');
@@ -227,6 +246,10 @@ Command addBuildCommand(CLI::App& app) {
   sub->add_option("--opt-level", o->optLevel, "Optimisation level 0-5 (0: no graph passes; default 3)");
   sub->add_option("--workspace", o->workspace, "Scratch memory limit for tactics, e.g. 512M, 2G (default 1G)");
   sub->add_option("--timing-cache", o->timingCache, "Timing cache file, read and updated");
+  sub->add_option("--tactic-sources", o->tacticSources,
+                  "Switch tactic sources off or on: -cudnn,+cublaslt (sources: cudnn, cublaslt, cuda, cpu)");
+  sub->add_option("--tactic-lock", o->tacticLock,
+                  "Tactic lock file: replayed where it exists (no timing), else written with this build's choices");
   sub->add_option("--backend", o->backend, "cpu or cuda (default cpu); cpu-device: the test device backend");
   sub->add_flag("--strict-device", o->strictDevice,
                 "Fail the build when a layer cannot run on the backend, instead of falling back to the CPU");

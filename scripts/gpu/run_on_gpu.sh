@@ -5,8 +5,10 @@
 # models on CUDA, then compute-sanitizer's memcheck and racecheck. Logs go to $OUT (or
 # /tmp/kiln-gpu/out); a short table comes last.
 #
-#   scripts/gpu/run_on_gpu.sh [--quick] [--no-tests] [--gtest_filter=...] [--benchmark=MODELS[:PRECISIONS[:BATCHES[:MODES]]]]
-#     --quick: no sanitizers; --no-tests: only the benchmark; --benchmark: benchmark_gpu.py afterwards
+#   scripts/gpu/run_on_gpu.sh [--quick] [--no-tests] [--no-conformance] [--gtest_filter=...]
+#                             [--benchmark=MODELS[:PRECISIONS[:BATCHES[:MODES]]]]
+#     --quick: no sanitizers; --no-tests: only the benchmark; --no-conformance: no ONNX test suites;
+#     --benchmark: benchmark_gpu.py afterwards
 #     (e.g. --benchmark=resnet50,bert_base_s128:fp16,tf32:1,large)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -17,12 +19,13 @@ bin="$bundle/bin"
 data="$bundle/data"
 out="${OUT:-/tmp/kiln-gpu/out}"
 mkdir -p "$out"
-quick=0 tests=1 benchmark=""
+quick=0 tests=1 conformance_suites=1 benchmark=""
 filter="*"
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --no-tests) tests=0 ;;
+    --no-conformance) conformance_suites=0 ;;
     --benchmark=*) benchmark="${arg#--benchmark=}" ;;
     --gtest_filter=*) filter="${arg#--gtest_filter=}" ;;
   esac
@@ -51,12 +54,14 @@ if ((tests)); then
 run kernels gtests "$bin/kiln_cuda_tests"
 run agreement gtests "$bin/kiln_gpu_tests"
 conformance=("$bin/kiln_onnx_node_tests" --excluded "$data/excluded_tests.txt" --batch 40 --jobs 6 --min-pass-rate 0)
+if ((conformance_suites)); then
 run node_cpu "${conformance[@]}" --engine --node-dir "$data/node"
 run node_cuda "${conformance[@]}" --backend cuda --node-dir "$data/node"
 run node_cuda_strict "${conformance[@]}" --backend cuda --strict-device --node-dir "$data/node"
 for suite in pytorch-converted pytorch-operator simple; do
   run "${suite}_cuda" "${conformance[@]}" --backend cuda --node-dir "$data/$suite"
 done
+fi
 KILN_TEST_BACKEND=cuda KILN_MODEL_CACHE="$data/models" KILN_SPEECH_CACHE="$data/speech" \
   run models_cuda gtests "$bin/kiln_models_tests"
 # The CLI on CUDA plans of a real model: build (fp32 without TF32, fp16), run, profile as trtexec

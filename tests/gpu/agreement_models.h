@@ -46,4 +46,20 @@ inline HostTensor int32s(std::vector<int64_t> dims, const std::vector<int64_t>& 
   return HostTensor::fromVector<int32_t>(std::move(dims), std::vector<int32_t>(values.begin(), values.end()));
 }
 
+// Appends the nodes of an activation the fusion passes fold into a fused layer, from `in` to `out`:
+// "SiLU" as Sigmoid and Mul, "Clip" to [0, 6], "LeakyRelu" with alpha 0.2, else the op of that name.
+inline void appendActivation(ModelBuilder& mb, const std::string& activation, const std::string& in,
+                             const std::string& out) {
+  if (activation == "SiLU") {
+    mb.node("Sigmoid", {in}, {in + "_sigmoid"}, "sigmoid");
+    mb.node("Mul", {in, in + "_sigmoid"}, {out}, "silu");
+  } else if (activation == "Clip") {
+    mb.initializer("lo", HostTensor::scalar<float>(0.0f)).initializer("hi", HostTensor::scalar<float>(6.0f));
+    mb.node("Clip", {in, "lo", "hi"}, {out}, "clip");
+  } else {
+    auto& node = mb.node(activation, {in}, {out}, "act");
+    if (activation == "LeakyRelu") ModelBuilder::setFloat(node, "alpha", 0.2f);
+  }
+}
+
 }  // namespace kiln::test

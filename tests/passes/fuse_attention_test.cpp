@@ -67,6 +67,31 @@ INSTANTIATE_TEST_SUITE_P(Exporters, AttentionForms,
                          ::testing::Values(AttentionForm{true, true, true}, AttentionForm{false, false, false},
                                            AttentionForm{true, false, false}, AttentionForm{false, true, true}));
 
+// torch.onnx's scaled_dot_product_attention: Q and Kᵀ each times √(1/√D), then the product and a mask.
+TEST(FuseAttention, PyTorchSdpaExportScalesBothOperands) {
+  ModelBuilder mb;
+  mb.input("q", F, {2, 3, 5, 8}).input("k", F, {2, 3, 5, 8}).input("v", F, {2, 3, 5, 8}).input("mask", F, {2, 1, 1, 5});
+  const float half = std::sqrt(1.0f / std::sqrt(8.0f));
+  setScalar(mb, "sq", half);
+  setScalar(mb, "sk", half);
+  ModelBuilder::setInts(mb.node("Transpose", {"k"}, {"kt"}, "k_transpose"), "perm", {0, 1, 3, 2});
+  mb.node("Mul", {"q", "sq"}, {"qs"}, "q_scale");
+  mb.node("Mul", {"kt", "sk"}, {"kts"}, "k_scale");
+  mb.node("MatMul", {"qs", "kts"}, {"scores"}, "qk");
+  mb.node("Add", {"scores", "mask"}, {"masked"}, "add_mask");
+  ModelBuilder::setInt(mb.node("Softmax", {"masked"}, {"p"}, "softmax"), "axis", -1);
+  mb.node("MatMul", {"p", "v"}, {"y"}, "pv");
+  mb.output("y");
+  auto run = optimize(mb, createFuseAttentionPass());
+  EXPECT_EQ(opCounts(*run.optimized), (std::map<std::string, int>{{"kiln.Attention", 1}}));
+  const Layer& attention = onlyLayer(*run.optimized, "kiln.Attention");
+  EXPECT_NEAR(attention.attrFloat("scale"), 1.0f / std::sqrt(8.0f), 1e-6f);
+  EXPECT_EQ(attention.attrInt("k_transposed"), 0);
+  EXPECT_EQ(attention.inputs[0], "q");
+  EXPECT_EQ(attention.inputs[1], "k");
+  expectSameOutputs(run);
+}
+
 TEST(FuseAttention, SoftmaxOverAnotherAxisIsNotAttention) {
   auto run = optimize(attentionModel({true, true, true}, 2), createFuseAttentionPass());
   EXPECT_EQ(countOf(*run.optimized, "kiln.Attention"), 0);

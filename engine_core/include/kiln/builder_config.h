@@ -50,6 +50,13 @@ struct BuilderConfig {
   // naming them instead.
   bool strictDevice = false;
   std::string timingCachePath;  // empty: no persistent timing cache
+  // Tactic sources the builder may not use: the first part of a tactic id ("cudnn", "cublaslt",
+  // "cuda" for Kiln's own CUDA kernels, "cpu"), as trtexec's --tacticSources switches them off.
+  std::vector<std::string> disabledTacticSources;
+  // A tactic lock file: where it exists, every layer takes the tactic (and its payload) it names,
+  // without timing; where it does not, the build writes its choices there. Two builds of a model
+  // with one lock give byte-identical plans.
+  std::string tacticLockPath;
   bool cudaGraphs = false;
 
   // The lowest precision the config allows for activations between layers.

@@ -75,6 +75,7 @@ struct SupportVerdict {
 struct DeviceInfo {
   std::string name;               // "CPU (x86-64, 2 threads)", "NVIDIA H200"
   std::string computeCapability;  // "9.0"; empty on the CPU
+  std::string libraries;          // versions its tactics depend on ("CUDA 13000 cuDNN 91900 ..."); timing-cache key
 };
 
 // One tensor as a step sees it: what the memory holds and where it is. Views are made by the

@@ -13,6 +13,7 @@
 #include "precision_planner.h"
 #include "profile_validation.h"
 #include "shape_values.h"
+#include "tactic_lock.h"
 #include "tactic_selector.h"
 
 #include <chrono>
@@ -209,8 +210,10 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   auto optShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kOpt));
   auto maxShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kMax));
   TimingCache cache(config.timingCachePath);
-  TacticSelector engineSelector(*engineBackend, cache, config.workspaceBytes);
-  TacticSelector cpuSelector(*cpuBackend, cache, config.workspaceBytes);
+  TacticSelector engineSelector(*engineBackend, cache, config.workspaceBytes, config.disabledTacticSources);
+  TacticSelector cpuSelector(*cpuBackend, cache, config.workspaceBytes, config.disabledTacticSources);
+  const DeviceInfo lockDevice = engineBackend->device();
+  TacticLock lock(config.tacticLockPath, engineBackend->name(), lockDevice.name + " " + lockDevice.computeCapability);
   std::vector<TacticChoice> choices(network->layers().size());
   int64_t skippedTactics = 0, largestSkipped = 0;
   // 4-D outputs of layers on channels-last tactics: their readers will likely get them NHWC.
@@ -229,12 +232,19 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
       likelyInputs.push_back(likelyChannelsLast.count(in) ? TensorFormat::kNHWC : TensorFormat::kLinear);
     TacticSelector& selector = planned.backend == engineBackend->name() ? engineSelector : cpuSelector;
     auto forced = config.forcedTactics.find(l.name);
-    choices[i] = selector.select(*network, l, planned.precision, optShapes, maxShapes, likelyInputs,
-                                 forced == config.forcedTactics.end() ? std::string() : forced->second);
+    std::string forcedTactic = forced == config.forcedTactics.end() ? std::string() : forced->second;
+    const std::optional<LockedTactic> locked = lock.find(l.name);
+    if (lock.replaying() && !locked)
+      throw Error(ErrorCode::kInvalidArgument, l.describe() + " is not in the tactic lock '" + config.tacticLockPath +
+                                                   "' (made for another model, options or Kiln); delete it to write a new one");
+    if (locked) forcedTactic = locked->tactic;
+    choices[i] = selector.select(*network, l, planned.precision, optShapes, maxShapes, likelyInputs, forcedTactic);
+    if (locked) choices[i].payload = locked->payload;
+    lock.record(l.name, {choices[i].tactic, choices[i].payload});
     planned.tactic = choices[i].tactic;
     planned.tacticPayload = choices[i].payload;
     planned.workspaceBytes = choices[i].workspaceBytes;
-    if (choices[i].takesChannelsLast && planned.precision == Precision::kFP32 && !l.outputs.empty()) {
+    if (choices[i].takesChannelsLast && !l.outputs.empty()) {
       auto dims = optShapes.find(l.outputs[0]);
       if (dims != optShapes.end() && dims->second.size() == 4) likelyChannelsLast.insert(l.outputs[0]);
     }
@@ -318,9 +328,16 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   report.buildMilliseconds =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   plan.report = report;
+  // A replayed tactic lock times nothing; without the build's duration its plan is the same bytes
+  // every time.
+  if (lock.replaying()) {
+    plan.report.buildMilliseconds = 0;
+    for (PassRecord& pass : plan.report.passes) pass.milliseconds = 0;
+  }
   BuildResult result{writePlan(plan), std::move(report)};
   progress.report("done", 1.0);  // the last chance to cancel: nothing is written before it
   cache.save();
+  lock.save();
   return result;
 }
 

@@ -47,7 +47,10 @@ std::string bytesText(uint64_t bytes) { return std::to_string(bytes) + " bytes";
 
 std::string TacticSelector::signature(const Network& network, const Layer& layer, Precision precision,
                                       const TensorShapes& optShapes) const {
-  std::string key = std::string(toString(backend_.kind())) + "|" + backend_.device().name + "|" + layer.domain +
+  // Times hold for one device, its libraries and this Kiln's tactics.
+  const DeviceInfo device = backend_.device();
+  std::string key = std::string(toString(backend_.kind())) + "|" + device.name + "|" + device.libraries +
+                    "|kiln " KILN_VERSION "|" + layer.domain +
                     "::" + layer.opType + "|" + toString(precision);
   for (const auto& in : layer.inputs) {
     auto it = optShapes.find(in);
@@ -202,6 +205,18 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
                                     const std::vector<TensorFormat>& likelyInputFormats, const std::string& forced) {
   auto candidates = backend_.tactics(layer, precision, describeInputs(network, layer, maxShapes));
   if (candidates.empty()) throw Error(ErrorCode::kInternal, layer.describe() + " has no tactic");
+  if (!disabledSources_.empty()) {
+    std::string dropped;
+    std::erase_if(candidates, [&](const Tactic& t) {
+      const std::string source = t.id.substr(0, t.id.find('.'));
+      const bool off = std::find(disabledSources_.begin(), disabledSources_.end(), source) != disabledSources_.end();
+      if (off) dropped += (dropped.empty() ? "" : ", ") + t.id;
+      return off;
+    });
+    if (candidates.empty())
+      throw Error(ErrorCode::kInvalidArgument, layer.describe() + " has only tactics from switched-off sources (" +
+                                                   dropped + "); allow one with --tactic-sources");
+  }
   if (!forced.empty()) {
     TacticChoice choice;
     std::string offered;

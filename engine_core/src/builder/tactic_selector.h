@@ -36,8 +36,10 @@ LayerInputs describeInputs(const Network& network, const Layer& layer, const Ten
 
 class TacticSelector {
  public:
-  TacticSelector(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit)
-      : backend_(backend), cache_(cache), workspaceLimit_(workspaceLimit) {}
+  // `disabledSources`: tactic id prefixes ("cudnn", "cublaslt") whose tactics are never chosen.
+  TacticSelector(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit,
+                 std::vector<std::string> disabledSources = {})
+      : backend_(backend), cache_(cache), workspaceLimit_(workspaceLimit), disabledSources_(std::move(disabledSources)) {}
   // `optShapes` are timed; the workspace must cover `maxShapes`. Throws kInvalidArgument naming the
   // layer when every candidate needs more workspace than the limit. `likelyInputFormats` (per input;
   // empty: all linear) are the layouts the layer's producers will probably hand it: tactics that take
@@ -66,6 +68,7 @@ class TacticSelector {
   const Backend& backend_;
   TimingCache& cache_;
   uint64_t workspaceLimit_;
+  std::vector<std::string> disabledSources_;
 };
 
 }  // namespace kiln

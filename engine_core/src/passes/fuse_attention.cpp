@@ -1,5 +1,6 @@
 // Scaled dot-product attention written out by exporters,
 //   s = MatMul(Q, Kt); s = s * c (or s / c); s = s + mask; p = Softmax(s, last axis); y = MatMul(p, V)
+// or with Q and Kt each scaled by a constant before the product (PyTorch's SDPA export).
 // -> one kiln.Attention, which never materialises the scores of more than one batch-head at a time.
 // A Transpose swapping K's last two dims in front of the first MatMul is absorbed (k_transposed = 0).
 #include "../ops/fused.h"
@@ -78,11 +79,24 @@ bool matchScores(const Network& network, const GraphIndex& index, size_t softmax
   producer = index.producer(scores);
   if (!producer || !index.onlyConsumerIs(scores, reader) || !isOp(index.layer(*producer), "MatMul")) return false;
   const Layer& qk = index.layer(*producer);
-  m.layers.push_back(*producer);
+  const size_t qkAt = *producer;
+  m.layers.push_back(qkAt);
   m.q = qk.inputs[0];
   m.k = qk.inputs[1];
+  size_t kReader = qkAt;  // the layer reading K: the MatMul, or K's scaling
+  // PyTorch's exported scaled_dot_product_attention scales Q and Kᵀ by √scale each before the product.
+  for (std::string* operand : {&m.q, &m.k}) {
+    const Layer* mul = index.producerOfType(*operand, "Mul");
+    if (!mul || !index.onlyConsumerIs(*operand, qkAt)) continue;
+    const int constantAt = scalarConstant(network, mul->inputs[1]) ? 1 : scalarConstant(network, mul->inputs[0]) ? 0 : -1;
+    if (constantAt < 0) continue;
+    m.scale *= float(*scalarConstant(network, mul->inputs[size_t(constantAt)]));
+    m.layers.push_back(index.indexOf(*mul));
+    if (operand == &m.k) kReader = index.indexOf(*mul);
+    *operand = mul->inputs[size_t(1 - constantAt)];
+  }
   if (const Layer* transpose = index.producerOfType(m.k, "Transpose");
-      transpose && index.onlyConsumerIs(m.k, *producer) && swapsLastTwo(transpose->attrInts("perm"))) {
+      transpose && index.onlyConsumerIs(m.k, kReader) && swapsLastTwo(transpose->attrInts("perm"))) {
     m.layers.push_back(index.indexOf(*transpose));
     m.k = transpose->inputs[0];
     m.kTransposed = false;

@@ -43,12 +43,12 @@ class CpuBackend : public Backend {
   }
 
   // Activations are computed in fp32 whatever the storage precision, so the tactics do not depend on it.
-  std::vector<Tactic> tactics(const Layer& layer, Precision, const LayerInputs& inputs) const override {
+  std::vector<Tactic> tactics(const Layer& layer, Precision precision, const LayerInputs& inputs) const override {
     std::vector<Tactic> out;
     for (const CpuTactic& t : CpuKernelRegistry::instance().tactics(layer.domain, layer.opType))
       if (!t.applies || t.applies(layer, inputs))
         out.push_back({t.id, {}, TensorFormat::kLinear, t.workspaceBytes ? t.workspaceBytes(layer, inputs.dims) : 0,
-                       t.channelsLast, {}});
+                       t.channelsLast && precision == Precision::kFP32, {}});  // channelsLastTensors: fp32 only
     if (out.empty()) out.push_back({referenceTacticId(layer)});
     return out;
   }

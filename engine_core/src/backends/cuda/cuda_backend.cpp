@@ -5,6 +5,9 @@
 
 #include "../backend.h"
 #include "cuda_device.h"
+#include "cuda_formats.h"
+#include "cudnn_conv.h"
+#include "cublaslt_matmul.h"
 #include "cuda_ops.h"
 
 #include <functional>
@@ -62,11 +65,16 @@ class CudaBackend : public Backend {
     check(cudaGetDeviceProperties(&device_.properties, device_.ordinal), "reading the GPU's properties");
     device_.computeCapability =
         std::to_string(device_.properties.major) + "." + std::to_string(device_.properties.minor);
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    libraries_ = "CUDA runtime " + std::to_string(runtime) + " driver " + std::to_string(driver) + " cuDNN " +
+                 std::to_string(cudnnGetVersion()) + " cuBLASLt " + std::to_string(cublasLtGetVersion());
   }
 
   std::string name() const override { return "cuda"; }
   BackendKind kind() const override { return BackendKind::kCuda; }
-  DeviceInfo device() const override { return {device_.properties.name, device_.computeCapability}; }
+  DeviceInfo device() const override { return {device_.properties.name, device_.computeCapability, libraries_}; }
   MemorySpace memorySpace() const override { return MemorySpace::kDevice; }
   bool convertsFloatStorage() const override { return false; }
 
@@ -91,9 +99,18 @@ class CudaBackend : public Backend {
 
   std::vector<Tactic> tactics(const Layer& layer, Precision precision, const LayerInputs& inputs) const override {
     const CudaOp* op = CudaOpRegistry::instance().find(layer.domain, layer.opType);
-    if (op && op->tactics)
-      if (auto candidates = op->tactics(layer, precision, inputs, device_); !candidates.empty()) return candidates;
-    return {Tactic{defaultTacticId(layer)}};
+    std::vector<Tactic> candidates;
+    if (op && op->tactics) candidates = op->tactics(layer, precision, inputs, device_);
+    if (candidates.empty()) candidates = {Tactic{defaultTacticId(layer)}};
+    if (op && op->channelsLastInputs)
+      for (Tactic& t : candidates) t.takesChannelsLast = t.takesChannelsLast || !op->channelsLastInputs(layer, t.id).empty();
+    return candidates;
+  }
+
+  std::unordered_map<std::string, TensorFormat> tensorFormats(const Network& network,
+                                                              const std::vector<std::string>& tactics,
+                                                              const std::vector<Precision>&) const override {
+    return channelsLastTensors(network, tactics);
   }
 
   std::unique_ptr<Step> instantiate(const Layer& layer, const Tactic& tactic,
@@ -117,6 +134,7 @@ class CudaBackend : public Backend {
 
  private:
   mutable CudaDevice device_;
+  std::string libraries_;
 };
 
 }  // namespace

@@ -26,6 +26,12 @@ struct CudaOp {
   // Its step sizes outputs that follow from data (OutputAllocator) and reads shape-deciding inputs
   // in device memory (Backend::runsDataDependent); such steps synchronise their stream.
   bool dataDependent = false;
+  // The inputs a layer's step reads channels-last (NHWC) as well as linear under this tactic, in
+  // which case it also writes its output either way (CudaBackend::tensorFormats keeps chains of
+  // such layers channels-last); empty or unset: linear only.
+  std::function<std::vector<size_t>(const Layer&, const std::string& tactic)> channelsLastInputs;
+  // Set where input 0 and output 0 must share their layout (windowed pools).
+  bool channelsLastInAndOut = false;
   // Optional: {} when the layer alone (no tensors known yet) can run, else the reason; the fusion
   // passes ask this before making a fused layer (kiln.Pointwise: every body op has a CUDA step).
   std::function<SupportVerdict(const Layer&, Precision)> supportsLayer;

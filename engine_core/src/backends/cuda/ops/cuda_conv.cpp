@@ -1,6 +1,7 @@
 // Conv, ConvTranspose and kiln.FusedConv on cuDNN (cudnn_conv.h): 1-D to 3-D, groups (depthwise
 // included), strides, dilations, pads from auto_pad or attributes, in fp32 (FMA math, no TF32),
-// tf32, fp16 and bf16 (fp32 accumulation). NCHW; the builder keeps these tensors linear.
+// tf32, fp16 and bf16 (fp32 accumulation). NCHW. fp16 / bf16 2-D convolutions that cuDNN's
+// graph takes run there instead (cuda_graph_conv.cpp, channels-last, epilogue fused).
 //
 // cuDNN pads both sides alike. A Conv whose pads differ pads the difference into the workspace
 // first (kernels/cuda/layout pad) and convolves that with the common part. A ConvTranspose is
@@ -18,6 +19,7 @@
 #include "../cuda_step.h"
 #include "../cudnn_conv.h"
 #include "conv_plan.h"
+#include "graph_conv.h"
 
 #include <kernels/cuda/layout/pad.h>
 
@@ -178,6 +180,9 @@ class ConvStep : public CudaStep {
 
 std::vector<Tactic> convTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
                                 CudaDevice& device) {
+  // fp16 / bf16 2-D convolutions run as cuDNN graphs with their epilogue fused, channels-last;
+  // the convolution API (NCHW, epilogue as separate kernels) is for what the graph does not take.
+  if (auto graph = graphConvTactics(layer, precision, inputs, device); !graph.empty()) return graph;
   Tactic tactic;
   tactic.id = tacticId(layer, precision);
   tactic.workspaceBytes = kCudnnWorkspaceLimit;
@@ -216,7 +221,18 @@ SupportVerdict convTensors(const Layer& layer, Precision, const LayerSignature& 
 
 void registerConvCudaOps(CudaOpRegistry& registry) {
   CudaOp op = stepOp<ConvStep>(convTensors);
+  op.instantiate = [](const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                      CudaDevice& device) -> std::unique_ptr<Step> {
+    if (isGraphConvTactic(tactic.id)) return makeGraphConvStep(layer, tactic, signature, device);
+    return std::make_unique<ConvStep>(layer, tactic, signature, device);
+  };
   op.tactics = convTactics;
+  // A graph tactic reads X and the residual, and writes Y, in either layout.
+  op.channelsLastInputs = [](const Layer& layer, const std::string& tactic) -> std::vector<size_t> {
+    if (!isGraphConvTactic(tactic)) return {};
+    if (layer.domain == fused::kDomain) return {kConvX, kConvResidual};
+    return {kConvX};
+  };
   registry.add("Conv", op);
   registry.add("ConvTranspose", op);
   registry.add(fused::kDomain, fused::kFusedConv, op);

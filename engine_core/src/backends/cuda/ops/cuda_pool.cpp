@@ -1,7 +1,9 @@
 // Pooling on the GPU (kernels/cuda/pool): MaxPool (with its Indices output), AveragePool and LpPool
 // over 1-, 2- and 3-D windows, and the global pools. The window comes from the attributes through
 // the helpers the schema and the CPU kernels use (readWindowAttributes, makeSpatialWindow), so
-// auto_pad, ceil_mode and asymmetric pads resolve the same way on both backends.
+// auto_pad, ceil_mode and asymmetric pads resolve the same way on both backends. 2-D pools also
+// take channels-last activations (as the plan's formats say), so chains of channels-last
+// convolutions keep their layout through them.
 #include "../../../ops/conv_pool_window.h"
 #include "cuda_data_step.h"
 
@@ -12,7 +14,7 @@ namespace {
 
 namespace k = kernels::cuda;
 
-// The window over input dims [N, C, spatial...] (channels-first, as every CUDA tensor is linear).
+// The window over logical input dims [N, C, spatial...] (whatever the layout in memory).
 k::PoolWindow poolWindow(const Layer& layer, const std::vector<int64_t>& dims) {
   const std::vector<int64_t> spatial(dims.begin() + 2, dims.end());
   const kernels::SpatialWindow w = makeSpatialWindow(layer, readWindowAttributes(layer, spatial.size()), spatial);
@@ -29,6 +31,18 @@ k::PoolWindow poolWindow(const Layer& layer, const std::vector<int64_t>& dims) {
   return p;
 }
 
+// A pool's input layout (a windowed pool writes its output in the same one; a global pool's
+// [N, C, 1, 1] output is the same bytes in both).
+k::PoolLayout layoutOf(const Tactic& tactic) {
+  return tactic.inputFormat(0) == TensorFormat::kNHWC ? k::PoolLayout::kChannelsLast : k::PoolLayout::kChannelsFirst;
+}
+
+// Channels-last for 4-D float tensors, and for MaxPool without its Indices output.
+std::vector<size_t> poolChannelsLastInputs(const Layer& layer, const std::string&) {
+  if (layer.opType == "MaxPool" && layer.hasOutput(1)) return {};
+  return {0};
+}
+
 class WindowPoolStep : public DataStep {
  public:
   using DataStep::DataStep;
@@ -36,7 +50,7 @@ class WindowPoolStep : public DataStep {
     const TensorView &x = args.inputs[0], &y = args.outputs[0];
     const k::PoolWindow window = poolWindow(layer_, x.dims);
     const int64_t batch = x.dims.at(0), channels = x.dims.at(1);
-    const auto layout = k::PoolLayout::kChannelsFirst;
+    const auto layout = layoutOf(tactic_);
     const cudaStream_t s = streamOf(stream);
     if (layer_.opType == "MaxPool") {
       int64_t* indices = layer_.hasOutput(1) ? static_cast<int64_t*>(args.outputs[1].data) : nullptr;
@@ -65,7 +79,7 @@ class GlobalPoolStep : public DataStep {
     int64_t spatial = 1;
     for (size_t d = 2; d < x.dims.size(); ++d) spatial *= x.dims[d];
     check(k::globalPool(kind_, input(args, 0), y.data, x.dims.at(0), x.dims.at(1), spatial,
-                        float(layer_.attrInt("p", 2)), k::PoolLayout::kChannelsFirst, elementType(x),
+                        float(layer_.attrInt("p", 2)), layoutOf(tactic_), elementType(x),
                         streamOf(stream)));
   }
 
@@ -91,9 +105,17 @@ SupportVerdict globalPoolTensors(const Layer& layer, Precision, const LayerSigna
 }  // namespace
 
 void registerPoolCudaOps(CudaOpRegistry& registry) {
-  for (const char* name : {"MaxPool", "AveragePool", "LpPool"}) registry.add(name, stepOp<WindowPoolStep>(windowPoolTensors));
-  for (const char* name : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
-    registry.add(name, stepOp<GlobalPoolStep>(globalPoolTensors));
+  for (const char* name : {"MaxPool", "AveragePool", "LpPool"}) {
+    CudaOp op = stepOp<WindowPoolStep>(windowPoolTensors);
+    op.channelsLastInputs = poolChannelsLastInputs;
+    op.channelsLastInAndOut = true;
+    registry.add(name, op);
+  }
+  for (const char* name : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) {
+    CudaOp op = stepOp<GlobalPoolStep>(globalPoolTensors);
+    op.channelsLastInputs = poolChannelsLastInputs;
+    registry.add(name, op);
+  }
 }
 
 }  // namespace kiln::cuda

@@ -1,0 +1,384 @@
+// Conv / kiln.FusedConv as one cuDNN graph in float16 / bfloat16, channels-last (graph_conv.h).
+//
+// cuDNN's fused engines take NHWC tensors with channels a multiple of 8 (16-byte vectors): the
+// filter is re-laid out once to KRSC with its input channels padded by zeros to that multiple, and
+// an input with fewer channels (an RGB stem) is re-laid out with the same zero padding in the
+// workspace. An input, residual or output the plan keeps linear goes through the workspace as
+// NHWC too, so the step is right whatever formats the plan gives it; the engine's channels-last
+// chains (CudaBackend::tensorFormats) make those copies rare. Whatever part of the epilogue a
+// config cannot fuse runs after it as Kiln's elementwise kernels on the NHWC result.
+#include "graph_conv.h"
+
+#include "../../../ops/fused.h"
+#include "../../../runtime/precision_convert.h"
+#include "../../common/conv_geometry.h"
+#include "../cuda_epilogue.h"
+#include "../cuda_step.h"
+#include "../cudnn_conv.h"
+#include "../cudnn_conv_graph.h"
+#include "conv_plan.h"
+
+#include <kernels/cuda/layout/pad.h>
+#include <kernels/cuda/layout/reformat.h>
+
+#include <kiln/error.h>
+
+#include <map>
+
+namespace kiln::cuda {
+namespace {
+
+namespace k = kernels::cuda;
+
+constexpr const char* kTacticPrefix = "cudnn.graph.conv.";
+constexpr size_t kEngineCandidates = 4;
+constexpr uint64_t kAlignment = 256;
+
+uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+int64_t paddedChannels(int64_t c) { return (c + 7) / 8 * 8; }
+
+int64_t product(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// The largest power of two up to 16 that divides every pointer.
+int64_t alignmentOf(std::initializer_list<const void*> pointers) {
+  uintptr_t bits = 16;
+  for (const void* p : pointers)
+    if (p) bits |= reinterpret_cast<uintptr_t>(p);
+  return int64_t(bits & (~bits + 1));
+}
+
+FusedEpilogue epilogueOf(const Layer& layer) {
+  return layer.domain == fused::kDomain ? readFusedEpilogue(layer) : FusedEpilogue{};
+}
+
+// The graph for X and W of these logical dims; throws kUnsupported where the graph does not apply.
+ConvGraphProblem problemOf(const Layer& layer, const ConvSpec& spec, const std::vector<int64_t>& x,
+                           const std::vector<int64_t>& w, ConvFusion fusion, int64_t alignment) {
+  if (x.size() != 4 || w.size() != 4)
+    throw Error(ErrorCode::kUnsupported, layer.describe() + ": cuDNN's fused convolutions here are 2-D");
+  const kernels::ConvShape shape = forwardConvShape(spec.base, x, w);
+  if (shape.group != 1 || x[1] != w[1])
+    throw Error(ErrorCode::kUnsupported, layer.describe() + ": grouped convolutions are not fused by cuDNN's graph");
+  if (w[0] % 8 != 0)
+    throw Error(ErrorCode::kUnsupported,
+                layer.describe() + ": " + std::to_string(w[0]) + " output channels are not a multiple of 8");
+  ConvGraphProblem p;
+  const int64_t c = paddedChannels(x[1]);
+  p.x = {x[0], c, x[2], x[3]};
+  p.w = {w[0], c, w[2], w[3]};
+  p.y = {x[0], w[0]};
+  const size_t first = size_t(kernels::kMaxSpatialRank) - 2;
+  for (size_t i = 0; i < 2; ++i) {
+    const size_t a = first + i;
+    p.y.push_back(shape.window.out[a]);
+    p.prePads.push_back(shape.window.padBegin[a]);
+    p.postPads.push_back(shape.window.padEnd[a]);
+    p.strides.push_back(shape.window.stride[a]);
+    p.dilations.push_back(shape.window.dilation[a]);
+  }
+  p.type = spec.storage;
+  p.bias = spec.hasBias;
+  p.residual = spec.hasResidual;
+  p.epilogue = epilogueOf(layer);
+  p.fusion = fusion;
+  p.alignment = alignment;
+  return p;
+}
+
+// Graphs and plans made on this thread, by what they compute: repeated blocks of a model, the
+// builder's timing runs and the engine's steps share them (runtime-fusion engines compile their
+// kernels when a plan is made). Refusals are kept too (null).
+struct PlanCache {
+  std::map<std::string, std::shared_ptr<CudnnOperationGraph>> graphs;
+  std::map<std::string, std::shared_ptr<CudnnExecutionPlan>> plans;
+};
+PlanCache& planCache() {
+  thread_local PlanCache cache;
+  return cache;
+}
+
+std::shared_ptr<CudnnOperationGraph> graphFor(cudnnHandle_t handle, const ConvGraphProblem& p, const std::string& what) {
+  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(handle)) + p.describe();
+  auto& graphs = planCache().graphs;
+  if (auto it = graphs.find(key); it != graphs.end()) return it->second;
+  std::shared_ptr<CudnnOperationGraph> graph;
+  try {
+    graph = makeConvGraph(handle, p, what);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kUnsupported) throw;
+  }
+  return graphs[key] = graph;
+}
+
+std::shared_ptr<CudnnExecutionPlan> planFor(cudnnHandle_t handle, const CudnnOperationGraph& graph,
+                                            const ConvGraphProblem& p, const EngineChoice& choice) {
+  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(handle)) + p.describe() + choice.describe();
+  auto& plans = planCache().plans;
+  if (auto it = plans.find(key); it != plans.end()) return it->second;
+  auto plan = std::make_shared<CudnnExecutionPlan>(CudnnExecutionPlan::make(handle, graph, choice));
+  return plans[key] = plan->empty() ? nullptr : plan;
+}
+
+struct Payload {
+  ConvFusion fusion = ConvFusion::kFull;
+  EngineChoice choice;
+};
+std::vector<uint8_t> encode(const Payload& p) {
+  std::vector<uint8_t> out{uint8_t(p.fusion)};
+  const auto rest = p.choice.serialize();
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+Payload decode(const std::vector<uint8_t>& bytes, const std::string& what) {
+  if (bytes.empty() || bytes[0] > uint8_t(ConvFusion::kConvolutionOnly))
+    throw Error(ErrorCode::kInvalidArgument, what + ": the plan's cuDNN graph choice is corrupt; rebuild the plan");
+  return {ConvFusion(bytes[0]), EngineChoice::deserialize(std::vector<uint8_t>(bytes.begin() + 1, bytes.end()), what)};
+}
+
+// A problem with a plan for it.
+struct Resolved {
+  ConvGraphProblem problem;
+  std::shared_ptr<CudnnExecutionPlan> plan;
+};
+
+// The plan for `wanted` at these dims: its own config where cuDNN takes it here, else the
+// heuristics' first that it takes, fusing less if it must. Throws naming the layer when none.
+Resolved resolve(const Layer& layer, const ConvSpec& spec, const std::vector<int64_t>& x,
+                 const std::vector<int64_t>& w, const Payload& wanted, int64_t alignment, int device) {
+  cudnnHandle_t handle = cudnnHandleForThread(device);
+  const std::string what = layer.describe();
+  std::string last;
+  for (int f = int(wanted.fusion); f <= int(ConvFusion::kConvolutionOnly); ++f) {
+    Resolved r{problemOf(layer, spec, x, w, ConvFusion(f), alignment), nullptr};
+    last = r.problem.describe();
+    auto graph = graphFor(handle, r.problem, what);
+    if (!graph) continue;
+    if (f == int(wanted.fusion) && wanted.choice.engine >= 0) r.plan = planFor(handle, *graph, r.problem, wanted.choice);
+    for (const EngineChoice& choice : r.plan ? std::vector<EngineChoice>{} : graph->rankedEngines(kEngineCandidates))
+      if ((r.plan = planFor(handle, *graph, r.problem, choice))) break;
+    if (r.plan) return r;
+  }
+  throw Error(ErrorCode::kUnsupported, what + ": cuDNN has no engine for the " + last +
+                                           "; build this layer with another tactic (--precision fp32 for it)");
+}
+
+// Workspace: epilogue scratch, the re-laid-out input, residual and output, then cuDNN's.
+struct WorkspaceLayout {
+  uint64_t scratch = 0, x = 0, residual = 0, y = 0, cudnn = 0;
+  uint64_t xAt() const { return scratch; }
+  uint64_t residualAt() const { return xAt() + x; }
+  uint64_t yAt() const { return residualAt() + residual; }
+  uint64_t cudnnAt() const { return yAt() + y; }
+  uint64_t total() const { return cudnnAt() + cudnn; }
+};
+
+struct Formats {
+  bool x = false, residual = false, y = false;  // channels-last as bound
+};
+
+Formats formatsOf(const Tactic& tactic) {
+  return {tactic.inputFormat(kConvX) == TensorFormat::kNHWC, tactic.inputFormat(kConvResidual) == TensorFormat::kNHWC,
+          tactic.outputFormat == TensorFormat::kNHWC};
+}
+
+WorkspaceLayout layoutOf(const Resolved& r, const std::vector<int64_t>& x, const Formats& formats) {
+  const ConvGraphProblem& p = r.problem;
+  const uint64_t element = byteSize(p.type);
+  WorkspaceLayout l;
+  if (p.leavesActivation())
+    l.scratch = alignUp(ElementwiseEpilogue::scratchBytes(p.epilogue, product(p.y), p.type));
+  if (!formats.x || p.x[1] != x[1]) l.x = alignUp(uint64_t(product(p.x)) * element);
+  if (p.residual && !formats.residual) l.residual = alignUp(uint64_t(product(p.y)) * element);
+  if (!formats.y) l.y = alignUp(uint64_t(product(p.y)) * element);
+  l.cudnn = alignUp(r.plan->workspaceBytes());
+  return l;
+}
+
+// W [K, C, R, S] as KRSC with C padded by zeros to `channels`, in `type`.
+HostTensor channelsLastFilter(const HostTensor& w, int64_t channels, DataType type) {
+  const auto& d = w.dims();
+  const int64_t k = d[0], c = d[1], plane = d[2] * d[3];
+  std::vector<float> wide(size_t(w.elementCount()));
+  convertFloatStorage(w.dtype(), w.rawData(), DataType::kFloat32, wide.data(), w.elementCount());
+  std::vector<float> out(size_t(k * plane * channels), 0.0f);
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t s = 0; s < plane; ++s) out[size_t((o * plane + s) * channels + i)] = wide[size_t((o * c + i) * plane + s)];
+  HostTensor result(type, {k, d[2], d[3], channels});
+  convertFloatStorage(DataType::kFloat32, out.data(), type, result.rawData(), int64_t(out.size()));
+  return result;
+}
+
+struct ShapeEntry {
+  std::vector<int64_t> x;
+  int64_t alignment = 0;
+  Resolved resolved;
+  WorkspaceLayout layout;
+  ElementwiseEpilogue::Work work;
+};
+
+class GraphConvState : public StepState {
+ public:
+  std::vector<std::unique_ptr<ShapeEntry>> shapes;
+};
+
+class GraphConvStep : public CudaStep {
+ public:
+  GraphConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
+      : CudaStep(layer, tactic, signature, device, storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
+        spec_(convSpecOf(layer, tacticPrecision(layer, tactic), outputDeclared(signature))),
+        epilogue_(layer, spec_.storage, device),
+        payload_(decode(tactic.payload, layer.describe())),
+        formats_(formatsOf(tactic)),
+        name_(layer.describe()) {
+    const HostTensor* w = weight(kConvW);
+    if (!w || w->dims().size() != 4)
+      throw Error(ErrorCode::kInvalidArgument, name_ + ": a cuDNN graph tactic needs a constant 4-D filter");
+    const HostTensor filter = channelsLastFilter(*w, paddedChannels(w->dims()[1]), spec_.storage);
+    filter_ = DeviceCopy(device.allocator, filter.rawData(), filter.byteSize());
+  }
+
+  uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
+    if (inputs.size() < 2 || inputs[kConvX].dims.size() != 4 || product(inputs[kConvX].dims) == 0) return 0;
+    const Resolved r =
+        resolve(layer_, spec_, inputs[kConvX].dims, inputs[kConvW].dims, payload_, 16, device_.ordinal);
+    return layoutOf(r, inputs[kConvX].dims, formats_).total();
+  }
+
+  std::unique_ptr<StepState> createState() const override { return std::make_unique<GraphConvState>(); }
+
+  void enqueue(const StepArgs& args, Stream& stream) const override {
+    auto* state = dynamic_cast<GraphConvState*>(args.state);
+    if (!state) throw Error(ErrorCode::kInternal, name_ + ": enqueued without the state its step made");
+    const TensorView& out = args.outputs[0];
+    if (product(out.dims) == 0) return;
+    const void* residual = spec_.hasResidual ? input(args, kConvResidual) : nullptr;
+    const void* bias = spec_.hasBias ? input(args, kConvBias) : nullptr;
+    const ShapeEntry& entry = shapeFor(*state, args, alignmentOf({input(args, kConvX), out.data, residual, bias}));
+    const ConvGraphProblem& p = entry.resolved.problem;
+    const WorkspaceLayout& l = entry.layout;
+    char* workspace = static_cast<char*>(args.workspace);
+    const cudaStream_t s = streamOf(stream);
+    const k::ElementType type = elementType(out);
+    cudnnHandle_t handle = cudnnHandleForThread(device_.ordinal);
+    if (const cudnnStatus_t status = cudnnSetStream(handle, s); status != CUDNN_STATUS_SUCCESS)
+      checkCudnn(status, name_ + ": cudnnSetStream");
+
+    const std::vector<int64_t>& xd = args.inputs[kConvX].dims;
+    const void* x = input(args, kConvX);
+    if (l.x) {  // NHWC with the channels padded
+      void* copy = workspace + l.xAt();
+      if (formats_.x)
+        check(k::pad(x, {xd[0], xd[2], xd[3], xd[1]}, copy, {0, 0, 0, 0}, {xd[0], xd[2], xd[3], p.x[1]},
+                     k::PadMode::kConstant, nullptr, type, s),
+              "padding its input's channels");
+      else
+        check(k::nchwToNhwc(x, copy, xd[0], xd[1], xd[2], xd[3], type, s, p.x[1]), "re-laying out its input");
+      x = copy;
+    }
+    if (l.residual) {
+      void* copy = workspace + l.residualAt();
+      check(k::nchwToNhwc(residual, copy, p.y[0], p.y[1], p.y[2], p.y[3], type, s), "re-laying out its residual");
+      residual = copy;
+    }
+    void* y = l.y ? workspace + l.yAt() : out.data;
+    std::vector<int64_t> uids{kGraphX, kGraphW, kGraphY};
+    std::vector<void*> pointers{const_cast<void*>(x), const_cast<void*>(filter_.get()), y};
+    if (p.bias && !p.leavesBias()) {
+      uids.push_back(kGraphBias);
+      pointers.push_back(const_cast<void*>(bias));
+    }
+    if (p.residual && !p.leavesResidual()) {
+      uids.push_back(kGraphResidual);
+      pointers.push_back(const_cast<void*>(residual));
+    }
+    entry.resolved.plan->execute(handle, uids, pointers, workspace + l.cudnnAt(), name_);
+    if (p.leavesBias() || p.leavesResidual() || p.leavesActivation()) {
+      ElementwiseEpilogue::Work work = entry.work;
+      work.bias = p.leavesBias() ? bias : nullptr;
+      const bool before = p.epilogue.residualBeforeActivation;
+      work.residualBefore = p.leavesResidual() && before ? residual : nullptr;
+      work.residualAfter = p.leavesResidual() && !before ? residual : nullptr;
+      epilogue_.apply(y, {p.y[0], p.y[2], p.y[3], p.y[1]}, work, workspace, s);
+    }
+    if (l.y) check(k::nhwcToNchw(y, out.data, p.y[0], p.y[1], p.y[2], p.y[3], type, s), "re-laying out its output");
+  }
+
+ private:
+  const ShapeEntry& shapeFor(GraphConvState& state, const StepArgs& args, int64_t alignment) const {
+    const std::vector<int64_t>& x = args.inputs[kConvX].dims;
+    for (auto& entry : state.shapes)
+      if (entry->x == x && entry->alignment == alignment) return *entry;
+    auto entry = std::make_unique<ShapeEntry>();
+    entry->x = x;
+    entry->alignment = alignment;
+    entry->resolved = resolve(layer_, spec_, x, args.inputs[kConvW].dims, payload_, alignment, device_.ordinal);
+    const ConvGraphProblem& p = entry->resolved.problem;
+    if (std::vector<int64_t>(p.y) != args.outputs[0].dims)
+      throw Error(ErrorCode::kInternal, name_ + ": its convolution makes " + dimsToString(p.y) + " but the output is " +
+                                            dimsToString(args.outputs[0].dims));
+    entry->layout = layoutOf(entry->resolved, x, formats_);
+    if (args.workspaceBytes < entry->layout.total())
+      throw Error(ErrorCode::kInternal, name_ + ": its workspace of " + std::to_string(args.workspaceBytes) +
+                                            " bytes is smaller than the " + std::to_string(entry->layout.total()) +
+                                            " it needs");
+    entry->work.biasDims = {1, 1, 1, p.y[1]};
+    entry->work.activate = p.leavesActivation();
+    state.shapes.push_back(std::move(entry));
+    return *state.shapes.back();
+  }
+
+  ConvSpec spec_;
+  ElementwiseEpilogue epilogue_;
+  Payload payload_;
+  Formats formats_;
+  DeviceCopy filter_;
+  std::string name_;
+};
+
+}  // namespace
+
+bool isGraphConvTactic(const std::string& tacticId) { return tacticId.rfind(kTacticPrefix, 0) == 0; }
+
+std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
+                                     CudaDevice& device) {
+  if (precision != Precision::kFP16 && precision != Precision::kBF16) return {};
+  if (inputs.dims.size() <= kConvW || inputs.dims[kConvX].size() != 4 || inputs.dims[kConvW].size() != 4) return {};
+  if (inputs.weights.size() <= kConvW || !inputs.weights[kConvW] || product(inputs.dims[kConvX]) == 0) return {};
+  std::vector<Tactic> tactics;
+  try {
+    const ConvSpec spec = convSpecOf(layer, precision, inputs.types.empty() ? DataType::kFloat32 : inputs.types[0]);
+    if (spec.transpose || (spec.storage != DataType::kFloat16 && spec.storage != DataType::kBFloat16)) return {};
+    cudnnHandle_t handle = cudnnHandleForThread(device.ordinal);
+    const std::vector<int64_t>&x = inputs.dims[kConvX], &w = inputs.dims[kConvW];
+    // The most fused graph cuDNN takes; its configs are the candidates.
+    for (int f = int(ConvFusion::kFull); f <= int(ConvFusion::kConvolutionOnly) && tactics.empty(); ++f) {
+      Resolved r{problemOf(layer, spec, x, w, ConvFusion(f), 16), nullptr};
+      auto graph = graphFor(handle, r.problem, layer.describe());
+      if (!graph) continue;
+      for (const EngineChoice& choice : graph->rankedEngines(kEngineCandidates)) {
+        if (!(r.plan = planFor(handle, *graph, r.problem, choice))) continue;
+        Tactic& t = tactics.emplace_back();
+        t.id = kTacticPrefix + std::string(precisionTag(precision)) + ".c" + std::to_string(tactics.size() - 1);
+        t.payload = encode({ConvFusion(f), choice});
+        t.takesChannelsLast = true;
+        // The workspace covers linear neighbours too (the copies), whatever formats the plan gives.
+        t.workspaceBytes = layoutOf(r, x, Formats{}).total();
+      }
+    }
+  } catch (const Error&) {
+    return {};  // the layer keeps the convolution API's tactic
+  }
+  return tactics;
+}
+
+std::unique_ptr<Step> makeGraphConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                                        CudaDevice& device) {
+  return std::make_unique<GraphConvStep>(layer, tactic, signature, device);
+}
+
+}  // namespace kiln::cuda
