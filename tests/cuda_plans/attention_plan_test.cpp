@@ -162,4 +162,19 @@ TEST(AttentionPlan, WorkspaceHoldsNarrowProbabilitiesAndTheWidenedMask) {
   EXPECT_EQ(attentionComputeType(DataType::kFloat32, Precision::kFP32), CUBLAS_COMPUTE_32F);
 }
 
+// The flash step reads the mask through these strides: 0 where it broadcasts, dense elsewhere,
+// right-aligned against [batch..., Lq, Lk].
+TEST(AttentionPlan, MaskStridesAreZeroWhereItBroadcasts) {
+  Layer layer;
+  layer.name = "attention";
+  const std::vector<int64_t> q{3, 2, 9, 8}, k{3, 2, 13, 8};
+  for (const auto& [mask, strides] : {std::pair{std::vector<int64_t>{3, 1, 1, 13}, std::vector<int64_t>{13, 0, 0, 1}},
+                                      std::pair{std::vector<int64_t>{1, 1, 9, 13}, std::vector<int64_t>{0, 0, 13, 1}},
+                                      std::pair{std::vector<int64_t>{2, 9, 1}, std::vector<int64_t>{0, 9, 1, 0}},
+                                      std::pair{std::vector<int64_t>{13}, std::vector<int64_t>{0, 0, 0, 1}}}) {
+    const AttentionPlan p = attentionPlanOf(layer, DataType::kFloat16, q, k, k, &mask);
+    EXPECT_EQ(p.maskStrides, strides) << dimsToString(mask);
+  }
+}
+
 }  // namespace

@@ -1,7 +1,13 @@
 // CPU and CUDA engines agree on kiln.Attention, the layer the attention fusion makes of
 // MatMul(Q, Kᵀ) · scale (+ mask) -> Softmax -> MatMul(·, V): K transposed by a Transpose the
 // fusion absorbs or given transposed, with and without masks of several broadcast shapes (one
-// row masked entirely to -inf), odd sizes, batch 1, fp32 (TF32 off), tf32 and fp16.
+// row masked entirely to -inf), odd sizes, batch 1, fp32 (TF32 off), tf32 and fp16; and each
+// flash-attention tactic forced at fp16 and bf16. DISABLED_TimeFlashAgainstTwoProducts (run with
+// --gtest_also_run_disabled_tests) prints the builder's timings of every tactic at ViT-B/16, BERT
+// and GPT-2 sizes.
+#include <kiln/builder.h>
+#include <kiln/error.h>
+#include <kiln/onnx_importer.h>
 #include <kiln/shape.h>
 
 #include "common/test_models.h"
@@ -10,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 using namespace kiln;
@@ -33,7 +40,13 @@ std::vector<int64_t> withTail(std::vector<int64_t> dims, int64_t a, int64_t b) {
   return dims;
 }
 
-void checkAttention(const AttentionCase& c, Precision precision, bool maskOneRow = false) {
+struct AttentionModel {
+  std::string bytes;
+  std::map<std::string, HostTensor> inputs;
+};
+
+// MatMul(Q, Kᵀ) · scale (+ mask) -> Softmax -> MatMul(·, V), which the fusion makes one layer.
+AttentionModel attentionModel(const AttentionCase& c, bool maskOneRow = false) {
   const std::vector<int64_t> q = withTail(c.batch, c.lq, c.d), v = withTail(c.batch, c.lk, c.dv);
   const std::vector<int64_t> k = c.kGivenTransposed ? withTail(c.batch, c.d, c.lk) : withTail(c.batch, c.lk, c.d);
   ModelBuilder mb;
@@ -72,7 +85,12 @@ void checkAttention(const AttentionCase& c, Precision precision, bool maskOneRow
   }
   ModelBuilder::setInt(mb.node("Softmax", {logits}, {"p"}, "softmax"), "axis", -1);
   mb.node("MatMul", {"p", "v"}, {"y"}, "pv");
-  auto agreement = test::expectBackendsAgree(mb.bytes(), inputs, precision);
+  return {mb.bytes(), inputs};
+}
+
+void checkAttention(const AttentionCase& c, Precision precision, bool maskOneRow = false) {
+  const AttentionModel model = attentionModel(c, maskOneRow);
+  auto agreement = test::expectBackendsAgree(model.bytes, model.inputs, precision);
   const LayerSummary* layer = agreement.gpuLayerOfType("kiln.Attention");
   ASSERT_NE(layer, nullptr) << "the attention was not fused, or not run on the CUDA backend";
   EXPECT_EQ(layer->tactic.rfind("cuda.attention.", 0), 0u) << layer->tactic;
@@ -113,6 +131,80 @@ TEST(AttentionAgreement, RowMaskedEntirelyGivesZeros) {
     SCOPED_TRACE(toString(precision));
     checkAttention({"mask [Lq, Lk]", {2, 2}, 6, 10, 16, 16, false, {6, 10}}, precision, true);
   }
+}
+
+bool isFlash(const std::string& tactic) { return tactic.rfind("cuda.attention.flash.", 0) == 0; }
+
+// Each fused tactic, forced, agrees with the CPU on every case (a row masked entirely where the
+// mask has rows); fp32 and tf32 layers are offered none.
+TEST(AttentionAgreement, FlashTacticsForcedAgree) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  for (const AttentionCase& c : kCases)
+    for (Precision precision : {Precision::kFP16, Precision::kBF16}) {
+      SCOPED_TRACE(c.name + " " + toString(precision));
+      const bool maskOneRow = !c.mask.empty() && c.mask.size() >= 2 && c.mask[c.mask.size() - 2] > 1;
+      const AttentionModel model = attentionModel(c, maskOneRow);
+      const auto first = test::expectBackendsAgree(model.bytes, model.inputs, precision);
+      const LayerSummary* layer = first.gpuLayerOfType("kiln.Attention");
+      ASSERT_NE(layer, nullptr) << "the attention was not fused, or not run on the CUDA backend";
+      int flashTactics = 0;
+      for (const TacticCandidate& candidate : layer->tacticCandidates) {
+        if (!isFlash(candidate.tactic)) continue;
+        ++flashTactics;
+        SCOPED_TRACE("forced to " + candidate.tactic);
+        test::AgreementOptions options;
+        options.precision = precision;
+        options.forcedTactics = {{layer->name, candidate.tactic}};
+        const auto forced = test::expectBackendsAgree(model.bytes, model.inputs, options);
+        ASSERT_NE(forced.gpuLayerOfType("kiln.Attention"), nullptr);
+        EXPECT_EQ(forced.gpuLayerOfType("kiln.Attention")->tactic, candidate.tactic);
+      }
+      EXPECT_EQ(flashTactics, 2) << "the 64- and 128-row flash tactics are offered";
+    }
+  for (Precision precision : {Precision::kFP32, Precision::kTF32}) {
+    const AttentionModel model = attentionModel(kCases[0]);
+    const auto agreement = test::expectBackendsAgree(model.bytes, model.inputs, precision);
+    const LayerSummary* layer = agreement.gpuLayerOfType("kiln.Attention");
+    ASSERT_NE(layer, nullptr);
+    for (const TacticCandidate& candidate : layer->tacticCandidates)
+      EXPECT_FALSE(isFlash(candidate.tactic)) << toString(precision) << " offered " << candidate.tactic;
+  }
+}
+
+// The builder's timings (median of its timed runs, cudaEvents) of every attention tactic at fp16,
+// printed; the CPU is not run. ViT-B/16 at batch 128, BERT-base at batch 32 with a padding mask,
+// GPT-2 small at batch 8 with a causal mask.
+TEST(AttentionAgreement, DISABLED_TimeFlashAgainstTwoProducts) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::vector<AttentionCase> sizes = {
+      {"ViT-B/16 B=128 H=12 L=197 D=64", {128, 12}, 197, 197, 64, 64, false, {}},
+      {"BERT-base B=32 H=12 L=128 D=64, mask [B,1,1,L]", {32, 12}, 128, 128, 64, 64, false, {32, 1, 1, 128}},
+      {"BERT-base B=32 H=12 L=128 D=64, K given transposed", {32, 12}, 128, 128, 64, 64, true, {}},
+      {"GPT-2 B=8 H=12 L=1024 D=64, mask [1,1,L,L]", {8, 12}, 1024, 1024, 64, 64, true, {1, 1, 1024, 1024}},
+      {"D=128 B=16 H=16 L=512", {16, 16}, 512, 512, 128, 128, false, {}},
+  };
+  for (const AttentionCase& c : sizes)
+    for (Precision precision : {Precision::kFP16, Precision::kBF16}) {
+      const AttentionModel model = attentionModel(c);
+      BuilderConfig config;
+      config.backend = BackendKind::kCuda;
+      config.allowFP16 = precision == Precision::kFP16;
+      config.allowBF16 = precision == Precision::kBF16;
+      BuildResult build;
+      try {
+        build = Builder().build(*OnnxImporter().importBytes(model.bytes), config);
+      } catch (const Error& e) {
+        ADD_FAILURE() << c.name << ": building for CUDA failed: " << e.what();
+        continue;
+      }
+      for (const LayerSummary& layer : build.report.layers) {
+        if (layer.type != "kiln.Attention") continue;
+        std::printf("%s, %s: chose %s\n", c.name.c_str(), toString(precision), layer.tactic.c_str());
+        for (const TacticCandidate& candidate : layer.tacticCandidates)
+          std::printf("  %-36s %8.4f ms  (%s)\n", candidate.tactic.c_str(), candidate.milliseconds,
+                      candidate.status.c_str());
+      }
+    }
 }
 
 }  // namespace

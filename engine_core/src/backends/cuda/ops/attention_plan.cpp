@@ -77,6 +77,7 @@ AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::v
       stride *= full[i];
     }
     p.maskElements = stride;
+    p.maskStrides = strides;
     p.maskDims.assign(full.begin() + std::ptrdiff_t(p.split), full.end());
     for (int64_t c = 0; c < p.chunks; ++c) {
       int64_t rest = c, offset = 0;

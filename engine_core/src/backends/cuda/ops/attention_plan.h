@@ -25,6 +25,7 @@ struct AttentionPlan {
   std::vector<int64_t> scoreDims;    // one chunk's scores: [trailing batch dims..., Lq, Lk]
   std::vector<int64_t> maskDims;     // the mask as it broadcasts against scoreDims
   std::vector<int64_t> maskOffsets;  // per chunk, elements into the mask
+  std::vector<int64_t> maskStrides;  // per dim of the whole scores [batch..., Lq, Lk], 0 where the mask broadcasts
   int64_t chunks = 1;
   bool hasMask = false, narrowProbabilities = false, empty = false;
   int64_t maskElements = 0;

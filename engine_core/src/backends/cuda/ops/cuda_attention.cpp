@@ -6,12 +6,14 @@
 // fp16 / bf16 the probabilities are narrowed for the second product. A row masked entirely to
 // -inf gives zeros, as on the CPU (the softmax kernel gives NaN there; those rows are zeroed).
 // Batch-heads go through in chunks of whole trailing batch dims, so the scores of at most
-// 256 MiB are in the workspace at once.
+// 256 MiB are in the workspace at once. fp16 / bf16 layers are also offered the fused tactics of
+// cuda_flash_attention.cpp (no scores in memory); the builder times them against this one.
 #include "../../../ops/fused.h"
 #include "../cublaslt_matmul.h"
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
 #include "attention_plan.h"
+#include "cuda_flash_attention.h"
 
 #include <kernels/cuda/elementwise/binary.h>
 #include <kernels/cuda/elementwise/cast.h>
@@ -240,7 +242,17 @@ SupportVerdict attentionTensors(const Layer&, Precision, const LayerSignature& t
 
 void registerAttentionCudaOps(CudaOpRegistry& registry) {
   CudaOp op = stepOp<AttentionStep>(attentionTensors);
-  op.tactics = attentionTactics;
+  op.instantiate = [](const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                      CudaDevice& device) -> std::unique_ptr<Step> {
+    if (isFlashAttentionTactic(tactic)) return makeFlashAttentionStep(layer, tactic, signature, device);
+    return std::make_unique<AttentionStep>(layer, tactic, signature, device);
+  };
+  // The fused tactics first: the best guess where the builder cannot time them.
+  op.tactics = [](const Layer& layer, Precision precision, const LayerInputs& inputs, CudaDevice& device) {
+    std::vector<Tactic> tactics = flashAttentionTactics(layer, precision, inputs, device);
+    for (Tactic& t : attentionTactics(layer, precision, inputs, device)) tactics.push_back(std::move(t));
+    return tactics;
+  };
   registry.add(fused::kDomain, fused::kAttention, op);
 }
 

@@ -1,0 +1,179 @@
+// kiln.Attention as one fused kernel (kernels/cuda/attention/flash_attention.h): the scores stay
+// in registers, so nothing goes through the workspace, and fp16 / bf16 products run on tensor
+// cores with fp32 accumulation and an fp32 softmax. The dims are checked by the two-product
+// step's plan (attention_plan.h), whose mask strides (0 where the mask broadcasts) the kernel
+// reads directly: a [B, 1, 1, Lk] padding mask or a [1, 1, Lq, Lk] causal one is never expanded.
+#include "cuda_flash_attention.h"
+
+#include "../../../ops/fused.h"
+#include "../cuda_precision.h"
+#include "../cuda_step.h"
+#include "attention_plan.h"
+
+#include <kernels/cuda/attention/flash_attention.h>
+
+#include <kiln/error.h>
+
+namespace kiln::cuda {
+namespace {
+
+namespace k = kernels::cuda;
+
+const std::string kFlashTactic = "cuda.attention.flash.";
+const std::string kTallTile = "q128.";  // the 128-row tactic's tag, before the precision
+
+bool hasMaskInput(const Layer& layer) {
+  return layer.attrInt("has_mask", 0) != 0 && layer.inputs.size() > kAttentionMask &&
+         !layer.inputs[kAttentionMask].empty();
+}
+
+// The kernel's problem for dense Q, K, V and output of these dims.
+k::FlashAttentionProblem flashProblemOf(const AttentionPlan& plan, const std::vector<int64_t>& q, float scale) {
+  k::FlashAttentionProblem p;
+  const size_t batchRank = q.size() - 2;
+  p.batchRank = int(batchRank);
+  p.queryLength = plan.lq;
+  p.keyLength = plan.lk;
+  p.headDim = plan.d;
+  p.valueDim = plan.dv;
+  p.keyTransposed = plan.kTransposed;
+  p.scale = scale;
+  p.q.row = plan.d;
+  p.k.row = plan.kTransposed ? plan.lk : plan.d;
+  p.v.row = plan.dv;
+  p.out.row = plan.dv;
+  int64_t heads = 1;  // batch-heads inside dim i
+  for (size_t i = batchRank; i-- > 0;) {
+    p.batchDims[i] = q[i];
+    p.q.batch[i] = heads * plan.lq * plan.d;
+    p.k.batch[i] = heads * plan.lk * plan.d;
+    p.v.batch[i] = heads * plan.lk * plan.dv;
+    p.out.batch[i] = heads * plan.lq * plan.dv;
+    heads *= q[i];
+  }
+  if (plan.hasMask) {
+    for (size_t i = 0; i < batchRank; ++i) p.mask.batch[i] = plan.maskStrides[i];
+    p.mask.row = plan.maskStrides[batchRank];
+    p.mask.column = plan.maskStrides[batchRank + 1];
+  }
+  return p;
+}
+
+struct FlashShape {
+  LayerShapes inputDims;
+  k::FlashAttentionProblem problem;
+  bool empty = false;
+};
+
+class FlashAttentionState : public StepState {
+ public:
+  std::vector<FlashShape> shapes;
+};
+
+class FlashAttentionStep : public CudaStep {
+ public:
+  FlashAttentionStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
+      : CudaStep(layer, tactic, signature, device,
+                 storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
+        storage_(storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
+        tile_(tactic.id.find(kTallTile) != std::string::npos ? k::FlashQueryTile::kRows128
+                                                               : k::FlashQueryTile::kRows64),
+        scale_(layer.attrFloat("scale", 1.0f)),
+        hasMask_(hasMaskInput(layer)),
+        name_(layer.describe()) {
+    if (storage_ != DataType::kFloat16 && storage_ != DataType::kBFloat16)
+      throw Error(ErrorCode::kUnsupported, name_ + ": the tactic '" + tactic.id +
+                                               "' computes in float16 or bfloat16, not " + std::string(toString(storage_)) +
+                                               "; rebuild the plan");
+  }
+
+  std::unique_ptr<StepState> createState() const override { return std::make_unique<FlashAttentionState>(); }
+
+  void enqueue(const StepArgs& args, Stream& stream) const override {
+    auto* state = dynamic_cast<FlashAttentionState*>(args.state);
+    if (!state) throw Error(ErrorCode::kInternal, name_ + ": enqueued without the state its step made");
+    const FlashShape& shape = shapeFor(*state, args);
+    if (shape.empty) return;
+    const void* mask = nullptr;
+    k::ElementType maskType = k::ElementType::kFloat32;
+    if (hasMask_) {
+      mask = input(args, kAttentionMask);
+      // A weight's upload is in the storage type; an activation arrives in it too.
+      const DataType stored = weightType(kAttentionMask) != DataType::kUndefined ? weightType(kAttentionMask)
+                                                                                 : args.inputs[kAttentionMask].dtype;
+      maskType = *elementTypeOf(stored);
+    }
+    check(k::launchFlashAttention(shape.problem, input(args, kAttentionQ), input(args, kAttentionK),
+                                  input(args, kAttentionV), mask, maskType, args.outputs[0].data,
+                                  elementType(args.outputs[0]), tile_, streamOf(stream)),
+          "launching its flash-attention kernel");
+  }
+
+ private:
+  const FlashShape& shapeFor(FlashAttentionState& state, const StepArgs& args) const {
+    for (const FlashShape& shape : state.shapes)
+      if (sameDims(shape.inputDims, args.inputs)) return shape;
+    const std::vector<int64_t>& q = args.inputs[kAttentionQ].dims;
+    const AttentionPlan plan = attentionPlanOf(layer_, storage_, q, args.inputs[kAttentionK].dims,
+                                               args.inputs[kAttentionV].dims,
+                                               hasMask_ ? &args.inputs[kAttentionMask].dims : nullptr);
+    std::vector<int64_t> expected(q.begin(), q.end() - 1);
+    expected.push_back(plan.dv);
+    if (expected != args.outputs[0].dims)
+      throw Error(ErrorCode::kInternal,
+                  name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " + dimsToString(expected));
+    FlashShape shape;
+    for (const TensorView& view : args.inputs) shape.inputDims.push_back(view.dims);
+    shape.problem = flashProblemOf(plan, q, scale_);
+    shape.empty = plan.empty;
+    if (!shape.empty && !k::flashAttentionTakes(shape.problem, *elementTypeOf(storage_)))
+      throw Error(ErrorCode::kUnsupported,
+                  name_ + ": the flash-attention kernel takes head dims up to " +
+                      std::to_string(k::kFlashMaxHeadDim) + ", not Q " + dimsToString(q) + " and V " +
+                      dimsToString(args.inputs[kAttentionV].dims) + "; rebuild with the tactic 'cuda.attention." +
+                      precisionTag(tacticPrecision(layer_, tactic_)) + "'");
+    state.shapes.push_back(std::move(shape));
+    return state.shapes.back();
+  }
+
+  DataType storage_;
+  k::FlashQueryTile tile_;
+  float scale_;
+  bool hasMask_;
+  std::string name_;  // layer.describe(), made once: launches build no strings
+};
+
+}  // namespace
+
+std::vector<Tactic> flashAttentionTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
+                                          CudaDevice& device) {
+  if (precision != Precision::kFP16 && precision != Precision::kBF16) return {};
+  if (device.properties.major < 8) return {};  // mma.sync m16n8k16 and cp.async: Ampere on
+  if (inputs.dims.size() < 3 || inputs.dims[kAttentionQ].empty() || inputs.dims[kAttentionK].empty() ||
+      inputs.dims[kAttentionV].empty())
+    return {};  // dims unknown: the head dims may be past the kernel's
+  const bool mask = hasMaskInput(layer) && inputs.dims.size() > kAttentionMask;
+  const DataType storage = storageOf(inputs.types.empty() ? DataType::kFloat32 : inputs.types[0], precision);
+  try {
+    const AttentionPlan plan =
+        attentionPlanOf(layer, storage, inputs.dims[kAttentionQ], inputs.dims[kAttentionK], inputs.dims[kAttentionV],
+                        mask ? &inputs.dims[kAttentionMask] : nullptr);
+    const auto type = elementTypeOf(storage);
+    if (!type || !k::flashAttentionTakes(flashProblemOf(plan, inputs.dims[kAttentionQ], 1.0f), *type)) return {};
+  } catch (const Error&) {
+    return {};  // the two-product step meets the same problem and reports it naming the layer
+  }
+  std::vector<Tactic> tactics(2);
+  tactics[0].id = kFlashTactic + precisionTag(precision);
+  tactics[1].id = kFlashTactic + kTallTile + precisionTag(precision);
+  return tactics;  // no workspace
+}
+
+bool isFlashAttentionTactic(const Tactic& tactic) { return tactic.id.rfind(kFlashTactic, 0) == 0; }
+
+std::unique_ptr<Step> makeFlashAttentionStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                                             CudaDevice& device) {
+  return std::make_unique<FlashAttentionStep>(layer, tactic, signature, device);
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,21 @@
+#pragma once
+// kiln.Attention's fused tactics (cuda_flash_attention.cpp), offered beside the two-product step
+// of cuda_attention.cpp, which registers the op and hands these tactics to this file's step.
+#include "../../backend.h"
+#include "../cuda_device.h"
+
+#include <memory>
+#include <vector>
+
+namespace kiln::cuda {
+
+// "cuda.attention.flash.<fp16|bf16>" (64 query rows a block) and
+// "cuda.attention.flash.q128.<fp16|bf16>" (128), for fp16 / bf16 layers whose head dims the
+// kernel takes (up to 128) on sm_80 or later; none otherwise.
+std::vector<Tactic> flashAttentionTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
+                                          CudaDevice& device);
+bool isFlashAttentionTactic(const Tactic& tactic);
+std::unique_ptr<Step> makeFlashAttentionStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                                             CudaDevice& device);
+
+}  // namespace kiln::cuda

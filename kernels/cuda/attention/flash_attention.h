@@ -1,0 +1,60 @@
+#pragma once
+// Fused scaled dot-product attention on tensor cores (FlashAttention-2's forward pass), with the
+// CPU kernel's semantics (kernels/cpu/attention/attention.h):
+//   out = softmax(q · kᵀ · scale + mask) · v, softmax over the keys,
+// for float16 and bfloat16 storage. A block takes one batch-head and a tile of query rows, walks
+// the keys in tiles held in shared memory, and keeps the scores in registers: the products run on
+// mma.sync (fp32 accumulation), the softmax online in fp32 (a running maximum and sum per row), so
+// no score ever reaches memory. The mask is added in fp32 before the maximum; a row masked
+// entirely to -inf gives zeros, as on the CPU; keys past Lk contribute nothing. Needs sm_80 or
+// later. Asynchronous on `stream`; allocates nothing, synchronises nothing.
+#include "kernels/cuda/common/element_type.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace kiln::kernels::cuda {
+
+inline constexpr int kFlashMaxBatchDims = 6;   // the kernels' rank limit (8) less Lq and Lk
+inline constexpr int64_t kFlashMaxHeadDim = 128;  // D and Dv each, any size from 1 up to it
+
+// Where a tensor's elements are: element (batch index b0..bn-1, row r, column c) sits at
+//   sum(b_i * batch[i]) + r * row + c * column, in elements.
+// Columns of Q, K, V and the output are contiguous (column 1); the mask's column is 1 or 0 (a mask
+// that broadcasts over the keys). A broadcast dim has stride 0.
+struct FlashStrides {
+  int64_t batch[kFlashMaxBatchDims] = {};
+  int64_t row = 0;
+  int64_t column = 1;
+};
+
+struct FlashAttentionProblem {
+  int batchRank = 0;                             // leading dims (batch, heads, ...), at most 6
+  int64_t batchDims[kFlashMaxBatchDims] = {};    // their sizes; the batch-heads are their product
+  int64_t queryLength = 0, keyLength = 0;        // Lq, Lk
+  int64_t headDim = 0, valueDim = 0;             // D (of Q and K), Dv (of V and the output)
+  // K as [..., D, Lk] per batch-head: its rows are the head dims, its columns the keys.
+  bool keyTransposed = false;
+  float scale = 1.0f;
+  // Rows of q / out are queries, rows of k keys (head dims when transposed), rows of v keys; the
+  // mask's rows are queries and its columns keys.
+  FlashStrides q, k, v, out, mask;
+};
+
+// The query rows one block takes (a warp per 16); 64 suits short sequences and large head dims,
+// 128 reads each key tile half as often.
+enum class FlashQueryTile : uint8_t { kRows64, kRows128 };
+
+// Whether launchFlashAttention takes this problem and type: float16 or bfloat16, D and Dv from 1
+// to kFlashMaxHeadDim, batchRank within its limit, column strides as described.
+bool flashAttentionTakes(const FlashAttentionProblem& p, ElementType type);
+
+// q, k, v, out in `type`; mask (may be null) in maskType (float32, float16 or bfloat16). Returns
+// cudaErrorInvalidValue for a problem flashAttentionTakes refuses; empty problems do nothing (an
+// Lk of 0 writes zeros, a softmax over no keys).
+cudaError_t launchFlashAttention(const FlashAttentionProblem& p, const void* q, const void* k, const void* v,
+                                 const void* mask, ElementType maskType, void* out, ElementType type,
+                                 FlashQueryTile tile, cudaStream_t stream);
+
+}  // namespace kiln::kernels::cuda
