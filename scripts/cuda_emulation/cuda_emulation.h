@@ -14,6 +14,7 @@
 #define __launch_bounds__(...)
 #include <algorithm>
 #include <cstdint>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <ucontext.h>
 #include <cstdio>
@@ -179,3 +180,65 @@ T atomicExch(T* address, U value) {
   *address = T(value);
   return old;
 }
+
+// Warp-wide matrix instructions as PTX lays them out (flash attention's ldmatrix and mma.sync):
+// every lane posts its operands, the warp meets, each lane takes its own part, the warp meets again.
+namespace kiln_emu {
+inline uint32_t operandSlots[1024][6];
+
+// ldmatrix.x4 (.trans): lane l gives the address of row l % 8 of matrix l / 8; r[i] receives of
+// matrix i the pair at row l / 4, columns 2 (l % 4) and + 1 (transposed: rows 2 (l % 4) and + 1 of
+// column l / 4).
+inline void loadMatrices(uint32_t (&r)[4], const uint16_t* row, bool transposed) {
+  const int me = linearId(), l = me & 31, base = me & ~31;
+  std::memcpy(&slots[me], &row, sizeof row);
+  wait(2);
+  for (int m = 0; m < 4; ++m) {
+    auto at = [&](int i, int j) {
+      const uint16_t* start;
+      std::memcpy(&start, &slots[base + m * 8 + i], sizeof start);
+      return uint32_t(start[j]);
+    };
+    const int i = l / 4, j = 2 * (l % 4);
+    r[m] = transposed ? at(j, i) | at(j + 1, i) << 16 : at(i, j) | at(i, j + 1) << 16;
+  }
+  wait(2);
+}
+
+inline float wideOf(uint16_t bits, bool bfloat16) {
+  if (bfloat16) {
+    const uint32_t word = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &word, sizeof f);
+    return f;
+  }
+  __half_raw raw;
+  raw.x = bits;
+  return __half2float(__half(raw));
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32: c (16x8) += a (16x16) · b (16x8). Lane
+// 4g + t holds of a the pairs (row g, columns 2t, 2t+1), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8),
+// of b (rows 2t, 2t + 1, column g) and (rows 2t + 8, 2t + 9), of c rows g, g + 8 at columns 2t, 2t + 1.
+inline void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, bool bfloat16) {
+  const int me = linearId(), l = me & 31, base = me & ~31;
+  for (int i = 0; i < 4; ++i) operandSlots[me][i] = a[i];
+  operandSlots[me][4] = b0;
+  operandSlots[me][5] = b1;
+  wait(2);
+  auto element = [&](int lane, int reg, int k) {
+    return wideOf(uint16_t(operandSlots[base + lane][reg] >> (16 * (k % 2))), bfloat16);
+  };
+  auto aAt = [&](int row, int k) { return element(row % 8 * 4 + k % 8 / 2, (row >= 8) + 2 * (k >= 8), k); };
+  auto bAt = [&](int k, int n) { return element(n * 4 + k % 8 / 2, 4 + (k >= 8), k); };
+  float out[4];
+  for (int e = 0; e < 4; ++e) {
+    const int row = l / 4 + (e >= 2 ? 8 : 0), column = 2 * (l % 4) + (e & 1);
+    float sum = c[e];
+    for (int k = 0; k < 16; ++k) sum += aAt(row, k) * bAt(k, column);
+    out[e] = sum;
+  }
+  wait(2);
+  for (int e = 0; e < 4; ++e) c[e] = out[e];
+}
+}  // namespace kiln_emu

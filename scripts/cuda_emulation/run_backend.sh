@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs tests/gpu's agreement tests against the CUDA backend with its kernels run by the host
 # emulator: bash scripts/cuda_emulation/run_backend.sh [gtest filter]. Builds the backend's files
-# (without the cuBLASLt/cuDNN families: matmul, conv, attention; stubs register nothing for them)
+# (without the cuBLASLt/cuDNN families: matmul, conv, recurrent, attention's two-product step; stubs
+# register nothing for the first three and only the flash tactics for attention)
 # and the emulated kernels into build/cuda-emulation/backend/libkiln_cuda_backend.so, linked
 # against build/default's libkiln.so and bound to its own emulated CUDA runtime (-Bsymbolic), and
 # runs build/default's kiln_gpu_tests with KILN_BACKEND_DIR pointing there. Needs
@@ -28,7 +29,8 @@ PY
 objects=("${kernel_objects[@]}")
 for src in "$root"/engine_core/src/backends/cuda/*.cpp "$root"/engine_core/src/backends/cuda/ops/*.cpp; do
   case "$(basename "$src")" in
-    cublaslt_matmul.cpp|cudnn_conv.cpp|cuda_matmul.cpp|cuda_conv.cpp|cuda_attention.cpp|*_plan.cpp) continue ;;
+    attention_plan.cpp) ;;  # the flash step checks dims with it
+    cublaslt_matmul.cpp|cudnn_conv.cpp|cuda_matmul.cpp|cuda_conv.cpp|cuda_recurrent.cpp|cuda_attention.cpp|*_plan.cpp) continue ;;
   esac
   object=$(eval compile "$src" $backend_flags)
   objects+=("$object")
@@ -39,4 +41,4 @@ mkdir -p "$out/backend"
 g++ -shared -o "$out/backend/libkiln_cuda_backend.so" "${objects[@]}" -L"$build/engine_core" -lkiln \
   -Wl,-rpath,"$build/engine_core" -Wl,-Bsymbolic -Wl,--no-undefined -lpthread
 KILN_BACKEND_DIR="$out/backend" "$build/tests/kiln_gpu_tests" \
-  --gtest_filter="${1:-*Agreement*}-MatMul*:FusedMatMul*:Gemm*:Conv*:ConvTranspose*:FusedConv*:Attention*"
+  --gtest_filter="${1:-*Agreement*}-MatMul*:FusedMatMul*:Gemm*:Conv*:ConvTranspose*:FusedConv*:Recurrent*:Attention*"

@@ -209,12 +209,17 @@ void checkCase(const FlashCase& c, FlashQueryTile tile, const Placements& where,
   };
   auto qd = upload(q, where.q), kd = upload(k, where.k), vd = upload(v, where.v);
   DeviceBuffer out(size_t(where.out.elements + misalignBy) * sizeof(T));
-  auto at = [&](const std::unique_ptr<DeviceBuffer>& b) { return static_cast<char*>(b->data()) + shift; };
-  // Every output byte written (but the misaligned start, and any gaps between strided rows).
-  const size_t checkedFrom = where.out.elements > elementCount(where.out.dims) ? out.bytes() : shift;
+  // Where each tensor starts: past the misalignment, at its placement's offset.
+  auto start = [&](void* buffer, const Placement& placement) {
+    return static_cast<char*>(buffer) + shift + size_t(placement.offset) * sizeof(T);
+  };
+  // Every output byte written (but those before it, and any gaps between strided rows).
+  const size_t outStart = size_t(start(out.data(), where.out) - static_cast<char*>(out.data()));
+  const size_t checkedFrom = where.out.elements - where.out.offset > elementCount(where.out.dims) ? out.bytes() : outStart;
   ASSERT_TRUE(runPoisoned(out, [&] {
-    return launchFlashAttention(p, at(qd), at(kd), at(vd), maskBuffer ? maskBuffer->data() : nullptr, c.maskType,
-                                static_cast<char*>(out.data()) + shift, elementTypeOf<T>(), tile, nullptr);
+    return launchFlashAttention(p, start(qd->data(), where.q), start(kd->data(), where.k), start(vd->data(), where.v),
+                                maskBuffer ? maskBuffer->data() : nullptr, c.maskType, start(out.data(), where.out),
+                                elementTypeOf<T>(), tile, nullptr);
   }, checkedFrom));
   const std::vector<T> got = out.read<T>();
 
@@ -264,6 +269,7 @@ const std::vector<FlashCase> kCases = {
     {{2, 2, 3}, 11, 70, 48, 80, false, {2, 1, 3, 11, 70}},
     {{}, 12, 20, 64, 64, false, {12, 20}},
     {{1, 2}, 5, 0, 64, 64},
+    {{2, 3}, 197, 197, 64, 64, true},  // ViT's exported K: transposed, rows off 16-byte boundaries
 };
 
 }  // namespace
@@ -280,7 +286,7 @@ TEST(CudaFlashAttention, MatchesCpuBFloat16) {
 
 TEST(CudaFlashAttention, TallQueryTilesMatchCpu) {
   KILN_REQUIRE_GPU();
-  for (size_t i : {0u, 2u, 4u, 5u, 8u, 11u}) {
+  for (size_t i : {0u, 2u, 4u, 5u, 8u, 11u, 15u}) {
     checkDense<Float16>(kCases[i], FlashQueryTile::kRows128);
     checkDense<BFloat16>(kCases[i], FlashQueryTile::kRows128);
   }

@@ -19,6 +19,8 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
+#include <cstring>
 #include <type_traits>
 
 namespace kiln::kernels::cuda {
@@ -31,6 +33,12 @@ constexpr int kPad = 8;       // halves of padding per shared row
 constexpr float kLog2e = 1.4426950408889634f;
 
 __host__ __device__ __forceinline__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// How K's tiles arrive: K as [Lk, D] (keys are its rows), or transposed [D, Lk] (keys are its
+// columns) with rows that cp.async can copy, or with rows off 16-byte boundaries (Lk % 8 != 0: the
+// attention fusion's K behind a Transpose it could not absorb), whose elements go through
+// registers a tile ahead, the loads in flight while the warps compute S and its softmax.
+enum class KeyLayout { kRows, kColumns, kColumnsStaged };
 
 // The shared-memory layout of one kernel: Q's tile first (moved to registers before the loop),
 // then the same memory holds K's tile followed by V's.
@@ -58,6 +66,22 @@ struct FlashArgs {
   bool vectorQ, vectorK, vectorV, pairedOut;  // 16-byte copies of Q, K, V rows; 4-byte output pairs
 };
 
+#if defined(KILN_CUDA_EMULATION)
+// The host emulator (scripts/cuda_emulation) runs the warp-wide instructions by their PTX layouts.
+__device__ __forceinline__ void copyAsync16(void* shared, const void* global) { std::memcpy(shared, global, 16); }
+__device__ __forceinline__ void commitCopies() {}
+template <int kPending>
+__device__ __forceinline__ void waitCopies() {}
+__device__ __forceinline__ void loadMatrices(uint32_t (&r)[4], const Bits* row) { kiln_emu::loadMatrices(r, row, false); }
+__device__ __forceinline__ void loadMatricesTransposed(uint32_t (&r)[4], const Bits* row) {
+  kiln_emu::loadMatrices(r, row, true);
+}
+template <class T>
+__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  kiln_emu::mma16816(c, a, b0, b1, !std::is_same_v<T, __half>);
+}
+__device__ __forceinline__ float exp2Approx(float x) { return exp2f(x); }
+#else
 __device__ __forceinline__ uint32_t sharedAddress(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -71,7 +95,9 @@ __device__ __forceinline__ void waitCopies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
-// Four 8x8 matrices of 16-bit elements; lane l gives the address of row l % 8 of matrix l / 8.
+// Four 8x8 matrices of 16-bit elements; lane l gives the address of row l % 8 of matrix l / 8 and
+// receives of matrix i, in r[i], the pair at row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 (with
+// .trans: rows 2 (l % 4) and 2 (l % 4) + 1 of column l / 4).
 __device__ __forceinline__ void loadMatrices(uint32_t (&r)[4], const Bits* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -85,7 +111,9 @@ __device__ __forceinline__ void loadMatricesTransposed(uint32_t (&r)[4], const B
                : "memory");
 }
 
-// c (16x8, fp32) += a (16x16, row-major) · b (16x8, column-major).
+// c (16x8, fp32) += a (16x16, row-major) · b (16x8, column-major). Lane l = 4g + t holds of a the
+// pairs (row g, columns 2t, 2t+1), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8); of b the pairs
+// (rows 2t, 2t + 1 | 2t + 8, 2t + 9; column g); of c row g then g + 8, columns 2t and 2t + 1.
 template <class T>
 __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   if constexpr (std::is_same_v<T, __half>)
@@ -99,6 +127,13 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+__device__ __forceinline__ float exp2Approx(float x) {  // exp2(-inf) = 0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif
 
 // Two floats as a pair of T (lo at the lower address), as bits.
 template <class T>
@@ -117,12 +152,6 @@ __device__ __forceinline__ Bits bitsOf(float x) {
   else return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 
-__device__ __forceinline__ float exp2Approx(float x) {  // exp2(-inf) = 0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 __device__ __forceinline__ float maskAt(const void* mask, ElementType type, int64_t at) {
   switch (type) {
     case ElementType::kFloat16: return __half2float(static_cast<const __half*>(mask)[at]);
@@ -136,41 +165,82 @@ __device__ __forceinline__ float maskAt(const void* mask, ElementType type, int6
 // only -inf hides a key outright.
 __device__ __forceinline__ float maskInLog2(float m) {
   const float scaled = m * kLog2e;
-  return isinf(scaled) && !isinf(m) ? copysignf(FLT_MAX, m) : scaled;
+  return std::isinf(scaled) && !std::isinf(m) ? copysignf(FLT_MAX, m) : scaled;
 }
 
-// Rows [0, rows) x columns [0, columns) of a global tile (rows `stride` apart, columns contiguous)
-// into a kTileRows x kTileColumns shared tile of rows kPitch apart, zeros elsewhere. Whole 16-byte
-// chunks go by cp.async where `vectorized` (aligned rows); the rest element by element.
+// A kTileRows x kTileColumns tile in 16-byte chunks (8 elements), spread over the block's threads:
+// thread t takes chunks t, t + kThreads, ...
+template <int kTileRows, int kTileColumns, int kThreads>
+struct TileChunks {
+  static constexpr int kPerRow = kTileColumns / 8, kTotal = kTileRows * kPerRow;
+  static constexpr int kPerThread = (kTotal + kThreads - 1) / kThreads;
+  // This thread's i-th chunk: its row and first column; false past the tile.
+  __device__ static bool at(int i, int& r, int& c) {
+    const int chunk = i * kThreads + int(threadIdx.x);
+    r = chunk / kPerRow;
+    c = chunk % kPerRow * 8;
+    return kTotal % kThreads == 0 || chunk < kTotal;
+  }
+};
+
+// Elements c..c+7 of row r of a global tile (rows `stride` apart, columns contiguous), zeros past
+// `rows` and `columns`.
+__device__ __forceinline__ uint4 chunkOf(const Bits* global, int64_t stride, int r, int c, int rows, int columns) {
+  uint32_t words[4];
+#pragma unroll
+  for (int e = 0; e < 8; e += 2) {
+    const Bits lo = r < rows && c + e < columns ? global[r * stride + c + e] : Bits(0);
+    const Bits hi = r < rows && c + e + 1 < columns ? global[r * stride + c + e + 1] : Bits(0);
+    words[e / 2] = uint32_t(lo) | uint32_t(hi) << 16;
+  }
+  return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// Rows [0, rows) x columns [0, columns) of a global tile into a shared tile of rows kPitch apart,
+// zeros elsewhere. Whole chunks go by cp.async where `vectorized` (aligned rows); the rest element
+// by element.
 template <int kTileRows, int kTileColumns, int kPitch, int kThreads>
 __device__ __forceinline__ void loadTile(Bits* shared, const Bits* global, int64_t stride, int rows, int columns,
                                          bool vectorized) {
-  constexpr int kChunks = kTileColumns / 8, kTotal = kTileRows * kChunks;
+  using Chunks = TileChunks<kTileRows, kTileColumns, kThreads>;
 #pragma unroll
-  for (int i = 0; i < (kTotal + kThreads - 1) / kThreads; ++i) {
-    const int chunk = i * kThreads + int(threadIdx.x);
-    if (kTotal % kThreads != 0 && chunk >= kTotal) break;
-    const int r = chunk / kChunks, c = chunk % kChunks * 8;
+  for (int i = 0; i < Chunks::kPerThread; ++i) {
+    int r, c;
+    if (!Chunks::at(i, r, c)) break;
     Bits* to = shared + r * kPitch + c;
-    if (vectorized && r < rows && c + 8 <= columns) {
-      copyAsync16(to, global + r * stride + c);
-    } else {
-      uint32_t words[4];
-#pragma unroll
-      for (int e = 0; e < 8; e += 2) {
-        const Bits lo = r < rows && c + e < columns ? global[r * stride + c + e] : Bits(0);
-        const Bits hi = r < rows && c + e + 1 < columns ? global[r * stride + c + e + 1] : Bits(0);
-        words[e / 2] = uint32_t(lo) | uint32_t(hi) << 16;
-      }
-      *reinterpret_cast<uint4*>(to) = make_uint4(words[0], words[1], words[2], words[3]);
-    }
+    if (vectorized && r < rows && c + 8 <= columns) copyAsync16(to, global + r * stride + c);
+    else *reinterpret_cast<uint4*>(to) = chunkOf(global, stride, r, c, rows, columns);
   }
 }
 
-template <class T, int kD, int kWarps, bool kKeyTransposed>
+// loadTile's element path in two halves, for tiles staged through registers.
+template <int kTileRows, int kTileColumns, int kThreads>
+__device__ __forceinline__ void fetchTile(uint4 (&chunks)[TileChunks<kTileRows, kTileColumns, kThreads>::kPerThread],
+                                          const Bits* global, int64_t stride, int rows, int columns) {
+  using Chunks = TileChunks<kTileRows, kTileColumns, kThreads>;
+#pragma unroll
+  for (int i = 0; i < Chunks::kPerThread; ++i) {
+    int r, c;
+    if (Chunks::at(i, r, c)) chunks[i] = chunkOf(global, stride, r, c, rows, columns);
+  }
+}
+template <int kTileRows, int kTileColumns, int kPitch, int kThreads>
+__device__ __forceinline__ void storeTile(Bits* shared,
+                                          const uint4 (&chunks)[TileChunks<kTileRows, kTileColumns, kThreads>::kPerThread]) {
+  using Chunks = TileChunks<kTileRows, kTileColumns, kThreads>;
+#pragma unroll
+  for (int i = 0; i < Chunks::kPerThread; ++i) {
+    int r, c;
+    if (Chunks::at(i, r, c)) *reinterpret_cast<uint4*>(shared + r * kPitch + c) = chunks[i];
+  }
+}
+
+template <class T, int kD, int kWarps, KeyLayout kKeys>
 __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const FlashArgs a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_EMULATION)
+  constexpr bool kKeyTransposed = kKeys != KeyLayout::kRows, kStaged = kKeys == KeyLayout::kColumnsStaged;
   using L = FlashLayout<kD, kWarps, kKeyTransposed>;
+  using StagedKeys = TileChunks<kD, kKeyTile, L::kThreads>;
   constexpr int kKeyTiles16 = kKeyTile / 16, kD16 = kD / 16;
   __shared__ __align__(16) Bits shared[L::kElements];
   Bits* const queryTile = shared;
@@ -208,12 +278,20 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const FlashA
     loadMatrices(qf[kk], queryTile + (warp * 16 + lane % 16) * L::kPitch + kk * 16 + lane / 16 * 8);
   __syncthreads();  // the memory is K's and V's from here
 
+  // K's tile of keys k0.. (keys of them): copied, or staged (fetched into `staged`, stored later).
+  uint4 staged[kStaged ? StagedKeys::kPerThread : 1];
   auto loadKeys = [&](int64_t k0, int keys) {
-    if constexpr (kKeyTransposed)
+    if constexpr (kStaged)
+      fetchTile<kD, kKeyTile, L::kThreads>(staged, a.k + kAt + k0, p.k.row, d, keys);
+    else if constexpr (kKeyTransposed)
       loadTile<kD, kKeyTile, L::kKeyPitch, L::kThreads>(keyTile, a.k + kAt + k0, p.k.row, d, keys, a.vectorK);
     else
       loadTile<kKeyTile, kD, L::kPitch, L::kThreads>(keyTile, a.k + kAt + k0 * p.k.row, p.k.row, keys, d, a.vectorK);
   };
+  auto storeStagedKeys = [&] {
+    if constexpr (kStaged) storeTile<kD, kKeyTile, L::kKeyPitch, L::kThreads>(keyTile, staged);
+  };
+  auto nextKeys = [&](int64_t k0) { return int(smaller(lk - k0, kKeyTile)); };
 
   float o[2 * kD16][4];
 #pragma unroll
@@ -222,17 +300,20 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const FlashA
   const int64_t row0 = q0 + warp * 16 + group;
   const int keyTiles = int((lk + kKeyTile - 1) / kKeyTile);
   if (keyTiles > 0) {
-    loadKeys(0, int(smaller(lk, kKeyTile)));
+    loadKeys(0, nextKeys(0));
+    storeStagedKeys();
     commitCopies();
   }
   for (int tile = 0; tile < keyTiles; ++tile) {
     const int64_t k0 = int64_t(tile) * kKeyTile;
-    const int keys = int(smaller(lk - k0, kKeyTile));
+    const int keys = nextKeys(k0);
     __syncthreads();  // every warp is done with the previous V tile
     loadTile<kKeyTile, kD, L::kPitch, L::kThreads>(valueTile, a.v + vAt + k0 * p.v.row, p.v.row, keys, dv, a.vectorV);
     commitCopies();
     waitCopies<1>();  // this tile's K (V's may still be on its way)
     __syncthreads();
+    if constexpr (kStaged)  // the next tile's loads are in flight while S and its softmax are computed
+      if (tile + 1 < keyTiles) loadKeys(k0 + kKeyTile, nextKeys(k0 + kKeyTile));
 
     // S = Q · Kᵀ: 8 accumulators of 16x8, keys k0 + 8n .. k0 + 8n + 7.
     float s[2 * kKeyTiles16][4];
@@ -301,7 +382,8 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const FlashA
     waitCopies<0>();  // this tile's V
     __syncthreads();  // and every warp is done with K's tile: the next one may come
     if (tile + 1 < keyTiles) {
-      loadKeys(k0 + kKeyTile, int(smaller(lk - k0 - kKeyTile, kKeyTile)));
+      if constexpr (kStaged) storeStagedKeys();
+      else loadKeys(k0 + kKeyTile, nextKeys(k0 + kKeyTile));
       commitCopies();
     }
 
@@ -363,8 +445,9 @@ bool rowsAligned(const FlashAttentionProblem& p, const FlashStrides& s, int64_t 
 template <class T, int kD, int kWarps>
 cudaError_t launchTiled(const FlashArgs& args, int64_t batchHeads, cudaStream_t stream) {
   const dim3 grid(unsigned(batchHeads * args.queryTiles)), block(32 * kWarps);
-  if (args.p.keyTransposed) flashAttentionKernel<T, kD, kWarps, true><<<grid, block, 0, stream>>>(args);
-  else flashAttentionKernel<T, kD, kWarps, false><<<grid, block, 0, stream>>>(args);
+  if (!args.p.keyTransposed) flashAttentionKernel<T, kD, kWarps, KeyLayout::kRows><<<grid, block, 0, stream>>>(args);
+  else if (args.vectorK) flashAttentionKernel<T, kD, kWarps, KeyLayout::kColumns><<<grid, block, 0, stream>>>(args);
+  else flashAttentionKernel<T, kD, kWarps, KeyLayout::kColumnsStaged><<<grid, block, 0, stream>>>(args);
   return launchStatus();
 }
 
