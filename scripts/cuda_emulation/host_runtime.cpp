@@ -18,6 +18,8 @@ char streamTag;  // what every created stream handle points at
 extern "C" {
 cudaError_t cudaGetDeviceCount(int* count) { *count = 1; return cudaSuccess; }
 cudaError_t cudaGetDevice(int* device) { *device = 0; return cudaSuccess; }
+cudaError_t cudaRuntimeGetVersion(int* version) { *version = CUDART_VERSION; return cudaSuccess; }
+cudaError_t cudaDriverGetVersion(int* version) { *version = CUDART_VERSION; return cudaSuccess; }
 cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
   std::memset(p, 0, sizeof *p);

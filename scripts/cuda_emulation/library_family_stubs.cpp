@@ -4,8 +4,15 @@
 // its fused flash tactics (fp16 / bf16; its two-product step is cuBLASLt's): fp32 layers run on the
 // CPU.
 #include "backends/cuda/cuda_ops.h"
+
+#include <cublasLt.h>
+#include <cudnn.h>
 #include "backends/cuda/ops/cuda_flash_attention.h"
 #include "ops/fused.h"
+
+// The backend names the libraries' versions (timing-cache keys); none is linked here.
+extern "C" size_t cublasLtGetVersion() { return 0; }
+extern "C" size_t cudnnGetVersion() { return 0; }
 
 namespace kiln::cuda {
 void registerMatMulCudaOps(CudaOpRegistry&) {}

@@ -269,7 +269,7 @@ const std::vector<FlashCase> kCases = {
     {{2, 2, 3}, 11, 70, 48, 80, false, {2, 1, 3, 11, 70}},
     {{}, 12, 20, 64, 64, false, {12, 20}},
     {{1, 2}, 5, 0, 64, 64},
-    {{2, 3}, 197, 197, 64, 64, true},  // ViT's exported K: transposed, rows off 16-byte boundaries
+    {{2, 3}, 197, 197, 64, 64, true},  // K transposed, its rows off 16-byte boundaries: staged keys
 };
 
 }  // namespace

@@ -35,9 +35,9 @@ constexpr float kLog2e = 1.4426950408889634f;
 __host__ __device__ __forceinline__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // How K's tiles arrive: K as [Lk, D] (keys are its rows), or transposed [D, Lk] (keys are its
-// columns) with rows that cp.async can copy, or with rows off 16-byte boundaries (Lk % 8 != 0: the
-// attention fusion's K behind a Transpose it could not absorb), whose elements go through
-// registers a tile ahead, the loads in flight while the warps compute S and its softmax.
+// columns) with rows that cp.async can copy, or with rows off 16-byte boundaries (Lk % 8 != 0),
+// whose elements go through registers a tile ahead, the loads in flight while the warps compute S
+// and its softmax.
 enum class KeyLayout { kRows, kColumns, kColumnsStaged };
 
 // The shared-memory layout of one kernel: Q's tile first (moved to registers before the loop),
