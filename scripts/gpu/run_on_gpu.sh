@@ -109,7 +109,8 @@ fi
 grep -h -E '^\[  FAILED  \] [A-Z]' "$out"/kernels.log "$out"/agreement.log "$out"/models_cuda.log 2>/dev/null | sort -u | head -30
 grep -h -E "^FAIL " "$out"/node_cuda.log 2>/dev/null | head -30
 # Few files come back from the GPU machine: every log in one archive, the table and summaries beside it.
-tar -C "$out" -czf "$out/logs.tgz" $(cd "$out" && ls *.log 2>/dev/null) && (cd "$out" && rm -f *.log)
+tar -C "$out" -czf "$out/logs.tgz" $(cd "$out" && ls *.log benchmark/*.log 2>/dev/null) &&
+  (cd "$out" && rm -f *.log benchmark/*.log)
 echo
 printf '%-20s %s\n' step result
 for name in "${order[@]}"; do printf '%-20s %s\n' "$name" "${result[$name]}"; done

@@ -24,6 +24,8 @@ void expectGraphTactic(const test::Agreement& agreement, const std::string& type
   test::expectNoFailedTactics(agreement);
 }
 
+std::string graphTactic(Precision precision) { return std::string("cudnn.graph.conv.") + toString(precision) + ".c0"; }
+
 struct GraphCase {
   std::string name;
   std::vector<int64_t> x, w;
@@ -74,7 +76,11 @@ void checkGraphConv(const GraphCase& c, const std::string& activation, Residual 
   if (steps.empty()) mb.node("Identity", {"c"}, {"y"}, "out");
   std::map<std::string, HostTensor> inputs{{"x", test::randomFloats(c.x, 90)}};
   if (residual != Residual::kNone) inputs["r"] = test::randomFloats(out, 93);
-  auto agreement = test::expectBackendsAgree(mb.bytes(), inputs, precision);
+  // The convolution API's tactic competes in the build; the graph's first config is what is tested here.
+  test::AgreementOptions options;
+  options.precision = precision;
+  options.forcedTactics = {{"conv", graphTactic(precision)}};
+  auto agreement = test::expectBackendsAgree(mb.bytes(), inputs, options);
   expectGraphTactic(agreement, steps.empty() ? "Conv" : "kiln.FusedConv");
 }
 
@@ -142,7 +148,10 @@ TEST(GraphConvAgreement, ChannelsLastChain) {
     mb.node("Add", {"c", "down"}, {"sum"}, "residual");
     mb.node("Relu", {"sum"}, {"block"}, "block_act");
     mb.node("GlobalAveragePool", {"block"}, {"y"}, "gap");
-    auto agreement = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(x, 99)}}, precision);
+    test::AgreementOptions options;
+    options.precision = precision;
+    for (const char* conv : {"stem", "a", "b", "c", "down"}) options.forcedTactics[conv] = graphTactic(precision);
+    auto agreement = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(x, 99)}}, options);
     test::expectNoFailedTactics(agreement);
     int graphConvs = 0, channelsLastOutputs = 0;
     for (const LayerSummary& l : agreement.gpuLayers) {

@@ -67,7 +67,8 @@ INSTANTIATE_TEST_SUITE_P(Exporters, AttentionForms,
                          ::testing::Values(AttentionForm{true, true, true}, AttentionForm{false, false, false},
                                            AttentionForm{true, false, false}, AttentionForm{false, true, true}));
 
-// torch.onnx's scaled_dot_product_attention: Q and Kᵀ each times √(1/√D), then the product and a mask.
+// torch.onnx's scaled_dot_product_attention: Q and Kᵀ each times √(1/√D), then the product and a mask,
+// and the probabilities of rows masked entirely zeroed by Where(IsNaN(p), 0, p).
 TEST(FuseAttention, PyTorchSdpaExportScalesBothOperands) {
   ModelBuilder mb;
   mb.input("q", F, {2, 3, 5, 8}).input("k", F, {2, 3, 5, 8}).input("v", F, {2, 3, 5, 8}).input("mask", F, {2, 1, 1, 5});
@@ -80,7 +81,10 @@ TEST(FuseAttention, PyTorchSdpaExportScalesBothOperands) {
   mb.node("MatMul", {"qs", "kts"}, {"scores"}, "qk");
   mb.node("Add", {"scores", "mask"}, {"masked"}, "add_mask");
   ModelBuilder::setInt(mb.node("Softmax", {"masked"}, {"p"}, "softmax"), "axis", -1);
-  mb.node("MatMul", {"p", "v"}, {"y"}, "pv");
+  mb.node("IsNaN", {"p"}, {"p_nan"}, "nan");
+  setScalar(mb, "zero", 0.0f);
+  mb.node("Where", {"p_nan", "zero", "p"}, {"p_guarded"}, "guard");
+  mb.node("MatMul", {"p_guarded", "v"}, {"y"}, "pv");
   mb.output("y");
   auto run = optimize(mb, createFuseAttentionPass());
   EXPECT_EQ(opCounts(*run.optimized), (std::map<std::string, int>{{"kiln.Attention", 1}}));

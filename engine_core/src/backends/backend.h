@@ -201,6 +201,10 @@ class Backend {
   // the builder picks, converting inside (the CPU backend), rather than exactly their precision's
   // type (device backends): then the builder inserts Cast layers around them.
   virtual bool convertsFloatStorage() const { return true; }
+  // Whether tactics that take channels-last activations are timed writing them even where their
+  // inputs are linear: on a backend that keeps whole chains channels-last (CUDA), the layer that
+  // starts a chain (a CNN's stem) hands its output to channels-last readers.
+  virtual bool timesChannelsLastOutputs() const { return false; }
   // Whether the backend can run `layer` with its activations in `precision`.
   virtual SupportVerdict supports(const Layer& layer, Precision precision) const = 0;
   // The same, knowing the layer's tensors (declared types and shapes, weights as stored): a backend

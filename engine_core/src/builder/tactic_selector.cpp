@@ -239,9 +239,10 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
   const bool inChain = std::find(likelyInputFormats.begin(), likelyInputFormats.end(), TensorFormat::kNHWC) !=
                        likelyInputFormats.end();
   std::string layoutKey;
-  if (inChain) {
+  if (inChain || backend_.timesChannelsLastOutputs()) {
     layoutKey = "|in:";
     for (TensorFormat f : likelyInputFormats) layoutKey += std::string(toString(f)) + ",";
+    if (!inChain) layoutKey += "|out:nhwc";
     for (Tactic& t : candidates)
       if (t.takesChannelsLast) {
         t.inputFormats = likelyInputFormats;

@@ -1,11 +1,14 @@
 // Scaled dot-product attention written out by exporters,
 //   s = MatMul(Q, Kt); s = s * c (or s / c); s = s + mask; p = Softmax(s, last axis); y = MatMul(p, V)
-// or with Q and Kt each scaled by a constant before the product (PyTorch's SDPA export).
+// or with Q and Kt each scaled by a constant before the product, and p guarded by
+// Where(IsNaN(p), 0, p) (PyTorch's SDPA export).
 // -> one kiln.Attention, which never materialises the scores of more than one batch-head at a time.
 // A Transpose swapping K's last two dims in front of the first MatMul is absorbed (k_transposed = 0).
 #include "../ops/fused.h"
 #include "graph_utils.h"
 #include "passes.h"
+
+#include <tuple>
 
 namespace kiln {
 namespace {
@@ -118,13 +121,36 @@ bool shapesFit(const Network& network, const AttentionMatch& m) {
   return mask && mask->shape.rank() <= rank;
 }
 
+// PyTorch's SDPA export zeroes the rows a mask removed entirely: Where(IsNaN(p), 0, p). kiln.Attention
+// gives zeros there too, so the guard is part of the match: its layers, and the tensor it makes.
+std::optional<std::pair<std::vector<size_t>, std::string>> nanGuard(const Network& network, const GraphIndex& index,
+                                                                   const std::string& p) {
+  const auto& readers = index.consumers(p);
+  if (readers.size() != 2) return std::nullopt;
+  for (int first = 0; first < 2; ++first) {
+    const size_t isNan = readers[size_t(first)], where = readers[size_t(1 - first)];
+    const Layer &n = index.layer(isNan), &w = index.layer(where);
+    if (!isOp(n, "IsNaN") || !isOp(w, "Where") || !n.hasOutput(0) || w.inputs.size() != 3 || !w.hasOutput(0)) continue;
+    const auto zero = scalarConstant(network, w.inputs[1]);
+    if (w.inputs[0] != n.outputs[0] || w.inputs[2] != p || !zero || *zero != 0.0 || !index.onlyConsumerIs(n.outputs[0], where))
+      continue;
+    return std::make_pair(std::vector<size_t>{where, isNan}, w.outputs[0]);
+  }
+  return std::nullopt;
+}
+
 std::optional<AttentionMatch> matchAttention(const Network& network, const GraphIndex& index, size_t softmax) {
   const Layer& sm = index.layer(softmax);
   if (!sm.hasInput(0) || !sm.hasOutput(0) || !softmaxOverLastAxis(network, sm)) return std::nullopt;
-  auto pv = index.soleConsumer(sm.outputs[0]);
-  if (!pv || !isOp(index.layer(*pv), "MatMul") || index.layer(*pv).inputs[0] != sm.outputs[0]) return std::nullopt;
+  std::string probabilities = sm.outputs[0];
+  std::vector<size_t> guard;
+  if (auto g = nanGuard(network, index, probabilities)) std::tie(guard, probabilities) = *g;
+  auto pv = index.soleConsumer(probabilities);
+  if (!pv || !isOp(index.layer(*pv), "MatMul") || index.layer(*pv).inputs[0] != probabilities) return std::nullopt;
   AttentionMatch m;
-  m.layers = {*pv, softmax};
+  m.layers = {*pv};
+  m.layers.insert(m.layers.end(), guard.begin(), guard.end());
+  m.layers.push_back(softmax);
   m.v = index.layer(*pv).inputs[1];
   m.output = index.layer(*pv).outputs[0];
   if (!matchScores(network, index, softmax, m) || !shapesFit(network, m)) return std::nullopt;

@@ -77,6 +77,7 @@ class CudaBackend : public Backend {
   DeviceInfo device() const override { return {device_.properties.name, device_.computeCapability, libraries_}; }
   MemorySpace memorySpace() const override { return MemorySpace::kDevice; }
   bool convertsFloatStorage() const override { return false; }
+  bool timesChannelsLastOutputs() const override { return true; }
 
   SupportVerdict supports(const Layer& layer, Precision precision) const override {
     if (precision == Precision::kINT8 || precision == Precision::kFP8)

@@ -180,13 +180,14 @@ class ConvStep : public CudaStep {
 
 std::vector<Tactic> convTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
                                 CudaDevice& device) {
-  // fp16 / bf16 2-D convolutions run as cuDNN graphs with their epilogue fused, channels-last;
-  // the convolution API (NCHW, epilogue as separate kernels) is for what the graph does not take.
-  if (auto graph = graphConvTactics(layer, precision, inputs, device); !graph.empty()) return graph;
-  Tactic tactic;
+  // fp16 / bf16 2-D convolutions run as cuDNN graphs with their epilogue fused, channels-last,
+  // timed against the convolution API (NCHW, epilogue as separate kernels), which also takes what
+  // the graph does not; a near tie goes to the graph (its neighbours skip re-layouts).
+  std::vector<Tactic> tactics = graphConvTactics(layer, precision, inputs, device);
+  Tactic& tactic = tactics.emplace_back();
   tactic.id = tacticId(layer, precision);
   tactic.workspaceBytes = kCudnnWorkspaceLimit;
-  if (inputs.dims.size() < 2 || inputs.dims[kConvX].empty() || inputs.dims[kConvW].empty()) return {tactic};
+  if (inputs.dims.size() < 2 || inputs.dims[kConvX].empty() || inputs.dims[kConvW].empty()) return tactics;
   try {
     const ConvSpec spec = convSpecOf(layer, precision, inputs.types.empty() ? DataType::kFloat32 : inputs.types[0]);
     const FusedEpilogue epilogue = layer.domain == fused::kDomain ? readFusedEpilogue(layer) : FusedEpilogue{};
@@ -195,7 +196,7 @@ std::vector<Tactic> convTactics(const Layer& layer, Precision precision, const L
   } catch (const Error&) {
     // The step meets the same problem at its first launch and reports it naming the layer.
   }
-  return {tactic};
+  return tactics;
 }
 
 const std::initializer_list<DataType> kFloatTypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
