@@ -33,6 +33,15 @@ std::vector<fs::path> filesOf(const fs::path& folder, const std::string& input, 
     claimed.insert(stem + "." + std::to_string(k) + ".npy");
     files.push_back(folder / (stem + "." + std::to_string(k) + ".npy"));
   }
+  const size_t numbered = files.size() - (present.count(stem + ".npy") ? 1 : 0);
+  for (const auto& name : present) {  // NAME.K.npy past a gap
+    const std::string middle = name.size() > stem.size() + 5 && name.rfind(stem + ".", 0) == 0
+                                   ? name.substr(stem.size() + 1, name.size() - stem.size() - 5)
+                                   : "";
+    if (!middle.empty() && middle.find_first_not_of("0123456789") == std::string::npos && !claimed.count(name))
+      fail(name + " in " + folder.string() + " follows a gap: " + stem + "." + std::to_string(numbered) +
+           ".npy is missing (number the batches of input '" + input + "' from 0 without gaps)");
+  }
   if (files.size() > 1 && present.count(stem + ".npy"))
     fail("input '" + input + "' has both " + stem + ".npy and numbered files " + stem +
          ".0.npy, ... in " + folder.string() + "; keep one of the two forms");

@@ -58,7 +58,11 @@ float entropyThreshold(const AbsHistogram& histogram) {
   for (int b = total - 1; b >= 0; --b) above[size_t(b)] = above[size_t(b) + 1] + bins[size_t(b)];
   double best = std::numeric_limits<double>::infinity();
   int bestKept = total;
+  int nonEmpty = 0;  // among the kept bins
+  for (int b = 0; b < kLevels - 1; ++b) nonEmpty += bins[size_t(b)] != 0;
   for (int kept = kLevels; kept <= total; ++kept) {
+    nonEmpty += bins[size_t(kept) - 1] != 0;
+    if (nonEmpty < kLevels) continue;  // see entropyThreshold's comment in the header
     const double divergence = divergenceAt(bins, kept, above[size_t(kept)]);
     if (divergence <= best) {
       best = divergence;
