@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <sstream>
 #include <cstdlib>
 #include <filesystem>
 
@@ -276,4 +277,28 @@ TEST(Int8Build, ADeviceBackendComputesTheSameOrKeepsTheLayersItCannotRunInFloat)
   EXPECT_EQ(conv.backend, "cpu-device");
   EXPECT_EQ(conv.precisionReason, "QuantizedConv is refused by KILN_TEST_DEVICE_REFUSE");
   EXPECT_EQ(layerNamed(refused.report, "gemm").precision, "int8");
+}
+
+// A cache without one of the tensors (made with other build options, or edited): that layer stays
+// fp32 and says which scale it lacks; the others are int8.
+TEST(Int8Build, ALayerWhoseScaleTheCacheLacksStaysFp32) {
+  TempDir dir;
+  auto network = convGemmNetwork();
+  BuilderConfig config = int8Config(dir.calibration());
+  config.calibration.cachePath = dir.file("model.cache");
+  Builder().build(*network, config);
+  std::string text;
+  {
+    const auto bytes = readFileBytes(config.calibration.cachePath);
+    std::istringstream lines(std::string(bytes.begin(), bytes.end()));
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("f: ", 0) != 0) text += line + "\n";  // drop the Gemm's input
+  }
+  writeFileAtomically(config.calibration.cachePath, text);
+  config.calibration.dataPath.clear();
+  const BuildResult built = Builder().build(*network, config);
+  EXPECT_EQ(layerNamed(built.report, "conv2").precision, "int8");
+  EXPECT_EQ(layerNamed(built.report, "gemm").precision, "fp32");
+  EXPECT_EQ(layerNamed(built.report, "gemm").precisionReason.rfind("no calibration scale for its input 'f'", 0), 0u)
+      << layerNamed(built.report, "gemm").precisionReason;
 }

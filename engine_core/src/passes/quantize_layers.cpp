@@ -157,7 +157,8 @@ class QuantizeLayersPass final : public Pass {
         if (!scales_.count(a)) missing = a;
       if (!missing.empty()) {
         survey_.keptFloat[layer.name] = "no calibration scale for its input '" + missing +
-                                        "' (a calibration cache made at another optimisation level?)";
+                                        "' (not seen by the calibration run, or not in a cache made with "
+                                        "other build options)";
         continue;
       }
       const std::string note = "quantized " + describeLayers(network, {candidate.layer}) + " to int8";
