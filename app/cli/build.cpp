@@ -28,7 +28,30 @@ struct BuildOptions {
   bool strictDevice = false;
   std::vector<std::string> minShapes, optShapes, maxShapes, profiles, layerPrecisions;
   int optLevel = 3;
+  std::string calibData, calibrator = "entropy", calibCache;
+  double calibPercentile = 99.99;
+  int64_t calibBatches = 0;
 };
+
+// --calib-* options: where an --int8 build's activation scales come from.
+CalibrationConfig calibrationOptions(const BuildOptions& o) {
+  const bool given = !o.calibData.empty() || !o.calibCache.empty();
+  if (given && !o.int8) throw Error(ErrorCode::kInvalidArgument, "--calib-data and --calib-cache need --int8");
+  const auto calibrator = parseCalibratorKind(o.calibrator);
+  if (!calibrator)
+    throw Error(ErrorCode::kInvalidArgument,
+                "--calibrator '" + o.calibrator + "' is not a calibrator; use entropy, minmax or percentile");
+  if (!(o.calibPercentile > 0 && o.calibPercentile <= 100))
+    throw Error(ErrorCode::kInvalidArgument, "--calib-percentile must be in (0, 100], e.g. 99.99");
+  if (o.calibBatches < 0) throw Error(ErrorCode::kInvalidArgument, "--calib-batches must be 0 (all) or more");
+  CalibrationConfig c;
+  c.dataPath = o.calibData;
+  c.calibrator = *calibrator;
+  c.percentile = o.calibPercentile;
+  c.maxBatches = o.calibBatches;
+  c.cachePath = o.calibCache;
+  return c;
+}
 
 uint64_t parseSize(const std::string& text) {
   size_t pos = 0;
@@ -174,6 +197,7 @@ void runBuild(const BuildOptions& o) {
   config.allowFP8 = o.fp8;
   config.allowTF32 = !o.noTf32;
   config.strongTyping = o.stronglyTyped;
+  config.calibration = calibrationOptions(o);
   if (o.optLevel < 0 || o.optLevel > 5)
     throw Error(ErrorCode::kInvalidArgument, "--opt-level " + std::to_string(o.optLevel) + " is outside 0-5");
   config.optimizationLevel = o.optLevel;
@@ -214,10 +238,25 @@ void runBuild(const BuildOptions& o) {
   std::cout << "  activations: " << r.peakActivationBytes << " bytes peak (" << r.naiveActivationBytes
             << " without sharing), weights: " << r.weightBytes << " bytes\n";
   std::map<std::string, int> inserted, fallbacks;
+  int int8Layers = 0, keptFloat = 0;
   for (const auto& l : r.layers) {
     if (l.role != "compute") ++inserted[l.role];
     if (!l.fallback.empty()) ++fallbacks[l.backend];
+    int8Layers += l.precision == "int8";
+    keptFloat += !l.precisionReason.empty();
   }
+  if (!r.calibration.calibrator.empty())
+    std::cout << "  calibration: " << r.calibration.calibrator << ", " << r.calibration.scales.size()
+              << " activation scales "
+              << (r.calibration.source == "cache" ? "from the cache " + r.calibration.cachePath
+                                                  : "from " + std::to_string(r.calibration.batches) + " batch(es)" +
+                                                        (r.calibration.cachePath.empty()
+                                                             ? std::string()
+                                                             : ", cache written to " + r.calibration.cachePath))
+              << "\n";
+  if (o.int8)
+    std::cout << "  int8: " << int8Layers << " layer(s); " << keptFloat
+              << " Conv/MatMul/Gemm layer(s) stay float (kiln inspect shows why)\n";
   for (const auto& [role, count] : inserted) std::cout << "  inserted " << count << " " << role << " layer(s)\n";
   for (const auto& [backend, count] : fallbacks)
     std::cout << "  " << count << " layer(s) fell back to the " << backend << " backend (kiln inspect shows why)\n";
@@ -233,7 +272,19 @@ Command addBuildCommand(CLI::App& app) {
   sub->add_option("--save", o->planPath, "Where to write the plan (written atomically)")->required();
   sub->add_flag("--fp16", o->fp16, "Allow float16 layers (on the CPU: fp16 activations and weights between layers)");
   sub->add_flag("--bf16", o->bf16, "Allow bfloat16 layers");
-  sub->add_flag("--int8", o->int8, "Allow int8 layers (the CPU backend has none: a warning names the layers)");
+  sub->add_flag("--int8", o->int8,
+                "Quantize Conv/MatMul/Gemm layers to int8 (post-training: scales from --calib-data or --calib-cache)");
+  sub->add_option("--calib-data", o->calibData,
+                  "Folder of .npy calibration batches: NAME.npy or NAME.0.npy, NAME.1.npy, ... per input NAME "
+                  "(characters other than letters, digits, . - _ become _); dim 0 of a file is the batch, and a "
+                  "file of k*B samples gives k batches where the model fixes dim 0 to B");
+  sub->add_option("--calibrator", o->calibrator,
+                  "entropy (TensorRT's KL divergence, default), minmax (largest |x|) or percentile (of |x|)");
+  sub->add_option("--calib-percentile", o->calibPercentile, "The percentile calibrator's percentile (default 99.99)");
+  sub->add_option("--calib-batches", o->calibBatches, "Calibrate on the first N batches (default: all)");
+  sub->add_option("--calib-cache", o->calibCache,
+                  "Calibration cache: read when it exists (no data needed; refused for another model or "
+                  "calibrator), else written after calibrating");
   sub->add_flag("--fp8", o->fp8, "Allow fp8 layers (the CPU backend has none: a warning names the layers)");
   sub->add_flag("--no-tf32", o->noTf32, "Disallow TF32 for fp32 matrix work (CUDA)");
   sub->add_flag("--strongly-typed", o->stronglyTyped, "Keep the model's own types (no precision search)");

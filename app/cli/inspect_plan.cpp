@@ -56,6 +56,7 @@ void inspectPlan(const std::string& path, bool json) {
     }
     std::cout << "\n";
     if (!l.fallback.empty()) std::cout << "      fallback to " << l.backend << ": " << l.fallback << "\n";
+    if (!l.precisionReason.empty()) std::cout << "      not int8: " << l.precisionReason << "\n";
     if (!l.dataDependent.empty()) std::cout << "      synchronises: " << l.dataDependent << "\n";
     inserted += l.role != "compute";
     fallbacks += !l.fallback.empty();
@@ -67,6 +68,12 @@ void inspectPlan(const std::string& path, bool json) {
             << "\n";
   std::cout << "weights " << report.weightBytes << " bytes; activations " << report.peakActivationBytes
             << " bytes peak (" << report.naiveActivationBytes << " without sharing)\n";
+  if (!report.calibration.calibrator.empty())
+    std::cout << "int8 calibration: " << report.calibration.calibrator << ", " << report.calibration.scales.size()
+              << " activation scales from "
+              << (report.calibration.source == "cache" ? "a calibration cache"
+                                                       : std::to_string(report.calibration.batches) + " batch(es)")
+              << "\n";
   for (const auto& w : report.warnings) std::cout << "warning: " << w << "\n";
 }
 

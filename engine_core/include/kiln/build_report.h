@@ -4,6 +4,7 @@
 #include <kiln/builder_config.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,19 @@ struct LayerSummary {
   std::string role = "compute";   // "compute", or a layer the builder inserted: "copy", "cast", "reformat"
   std::string phase = "launch";   // "launch", or "shape": host shape arithmetic before enqueue
   std::string fallback;           // why it runs on the CPU instead of the engine's backend
+  // Why a Conv / MatMul / Gemm layer of an INT8 build stays in a float precision (the backend has
+  // no int8 kernel for it, its weights are not constant, a --layer-precision asks otherwise, ...).
+  std::string precisionReason;
   std::string dataDependent;      // why its output shape depends on data (the engine synchronises there)
+};
+
+// Where an INT8 build's activation scales came from.
+struct CalibrationSummary {
+  std::string calibrator;  // "entropy", "minmax", "percentile 99.99"; empty: no calibration
+  std::string source;      // "data" (the FP32 network ran over the batches) or "cache"
+  int64_t batches = 0;     // batches run (0 when the scales came from the cache)
+  std::string cachePath;   // the cache read or written, if any
+  std::map<std::string, float> scales;  // activation tensor -> scale (threshold / 127)
 };
 
 struct BuildReport {
@@ -62,6 +75,7 @@ struct BuildReport {
   // Layers the engine synchronises at (data-dependent output shapes, host layers between device
   // ones): such an engine cannot be captured in a CUDA graph.
   std::vector<std::string> synchronizingLayers;
+  CalibrationSummary calibration;
   bool graphCapturable() const { return synchronizingLayers.empty(); }
 
   std::string toJson(int indent = 2) const;

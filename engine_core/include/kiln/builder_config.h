@@ -28,6 +28,29 @@ struct OptimizationProfile {
   std::map<std::string, ShapeRange> inputs;
 };
 
+// How post-training INT8 calibration picks each activation's threshold T (scale = T / 127) from
+// the values it saw: kEntropy, TensorRT's entropy calibrator (the threshold whose 128-level
+// quantization of the |x| histogram loses the least information, by KL divergence); kMinMax, the
+// largest |x|; kPercentile, a percentile of |x|.
+enum class CalibratorKind { kEntropy, kMinMax, kPercentile };
+const char* toString(CalibratorKind calibrator);  // "entropy", "minmax", "percentile"
+std::optional<CalibratorKind> parseCalibratorKind(const std::string& name);
+
+// Where an INT8 build's activation scales come from (used when allowINT8 is set).
+struct CalibrationConfig {
+  // A folder of NumPy .npy files, for each graph input NAME either NAME.npy or NAME.0.npy,
+  // NAME.1.npy, ... (characters other than letters, digits, '.', '-' and '_' in NAME become '_').
+  // Each file is one calibration batch, its dim 0 the batch; where the model fixes dim 0 to B, a
+  // file of k*B samples gives k batches. Every input needs the same number of batches.
+  std::string dataPath;
+  CalibratorKind calibrator = CalibratorKind::kEntropy;
+  double percentile = 99.99;  // of |x|, for kPercentile
+  int64_t maxBatches = 0;     // use the first N batches; 0: all of them
+  // A calibration cache: read when the file exists (it must be for this model and calibrator;
+  // then no data is needed), written after calibrating from data. Empty: none.
+  std::string cachePath;
+};
+
 struct BuilderConfig {
   BackendKind backend = BackendKind::kCpu;
   // Precisions the builder may choose from; FP32 is always allowed as the fallback.
@@ -58,6 +81,7 @@ struct BuilderConfig {
   // with one lock give byte-identical plans.
   std::string tacticLockPath;
   bool cudaGraphs = false;
+  CalibrationConfig calibration;
 
   // The lowest precision the config allows for activations between layers.
   Precision storagePrecision() const;

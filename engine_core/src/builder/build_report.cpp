@@ -73,10 +73,17 @@ std::string BuildReport::toJson(int indent) const {
                           {"role", l.role},
                           {"phase", l.phase},
                           {"fallback", l.fallback},
+                          {"precision_reason", l.precisionReason},
                           {"data_dependent", l.dataDependent}});
   j["layers"] = layersJson;
   j["synchronizing_layers"] = synchronizingLayers;
   j["cuda_graph_capturable"] = graphCapturable();
+  if (!calibration.calibrator.empty())
+    j["calibration"] = {{"calibrator", calibration.calibrator},
+                        {"source", calibration.source},
+                        {"batches", calibration.batches},
+                        {"cache", calibration.cachePath},
+                        {"scales", calibration.scales}};
   return j.dump(indent);
 }
 
@@ -100,8 +107,13 @@ BuildReport BuildReport::fromJson(const std::string& text) {
                           l.at("origins").get<std::vector<std::string>>(), candidatesFromJson(l),
                           l.value("workspace_bytes", int64_t(0)), l.value("backend", "cpu"),
                           l.value("role", "compute"), l.value("phase", "launch"), l.value("fallback", ""),
-                          l.value("data_dependent", "")});
+                          l.value("precision_reason", ""), l.value("data_dependent", "")});
     r.synchronizingLayers = j.value("synchronizing_layers", std::vector<std::string>{});
+    if (j.contains("calibration")) {
+      const json& c = j.at("calibration");
+      r.calibration = {c.at("calibrator"), c.at("source"), c.at("batches"), c.at("cache"),
+                       c.at("scales").get<std::map<std::string, float>>()};
+    }
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kInvalidArgument, std::string("malformed build report JSON: ") + e.what());
   }

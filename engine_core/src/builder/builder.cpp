@@ -8,6 +8,7 @@
 #include "../plan/plan_format.h"
 #include "../runtime/precision_convert.h"
 #include "conversion_layers.h"
+#include "int8_quantization.h"
 #include "memory_planner.h"
 #include "placement.h"
 #include "precision_planner.h"
@@ -190,6 +191,15 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
     logger_.log(Severity::kInfo, "pass " + pass.name + ": " + std::to_string(pass.layersBefore) + " -> " +
                                      std::to_string(pass.layersAfter) + " layers");
   network->sortLayersTopologically();
+  std::map<std::string, std::string> keptFloat;  // layer -> why it is not int8
+  if (config.allowINT8) {
+    progress.report("calibration", 0.05);
+    keptFloat = quantizeForInt8(input, *network, config, *engineBackend,
+                                [&](double fraction, const std::string& detail) {
+                                  progress.report("calibration", 0.05 + 0.25 * fraction, detail);
+                                },
+                                report);
+  }
 
   progress.report("precision", 0.3);
   EnginePlan plan;
@@ -305,6 +315,8 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
     s.role = toString(p.role);
     s.phase = toString(p.phase);
     s.fallback = p.fallbackReason;
+    if (auto kept = keptFloat.find(l.name); kept != keptFloat.end() && p.role == LayerRole::kCompute)
+      s.precisionReason = kept->second;
     s.dataDependent = p.dataDependentShape;
     report.layers.push_back(std::move(s));
     // A device engine waits for its stream before a host layer that follows device work.

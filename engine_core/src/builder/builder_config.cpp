@@ -36,6 +36,20 @@ std::optional<BackendKind> parseBackendKind(const std::string& name) {
   return std::nullopt;
 }
 
+const char* toString(CalibratorKind calibrator) {
+  switch (calibrator) {
+    case CalibratorKind::kMinMax: return "minmax";
+    case CalibratorKind::kPercentile: return "percentile";
+    default: return "entropy";
+  }
+}
+
+std::optional<CalibratorKind> parseCalibratorKind(const std::string& name) {
+  for (CalibratorKind kind : {CalibratorKind::kEntropy, CalibratorKind::kMinMax, CalibratorKind::kPercentile})
+    if (name == toString(kind)) return kind;
+  return std::nullopt;
+}
+
 Precision BuilderConfig::storagePrecision() const {
   if (strongTyping) return Precision::kFP32;
   if (allowFP16) return Precision::kFP16;

@@ -1,5 +1,7 @@
 #include "precision_planner.h"
 
+#include "../ops/quantized.h"
+
 namespace kiln {
 namespace {
 
@@ -30,15 +32,20 @@ std::vector<Precision> planPrecisions(const Network& network, const BuilderConfi
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const Layer& layer = network.layers()[i];
     if (!hasFloatOutput(network, layer)) continue;  // integer/bool layers keep their types
+    if (quantized::isQuantizedLayer(layer)) {  // int8 arithmetic whatever was asked: made so by the builder
+      decisions[i] = Precision::kINT8;
+      continue;
+    }
     const Backend& backend = engine.supports(layer, Precision::kFP32).supported ? engine : cpu;
     const bool cpuLayer = cpuEngine || &backend == &cpu;
     Precision p = wanted;
     if (!cpuLayer && config.allowTF32 && p == Precision::kFP32) p = Precision::kTF32;
     if (auto it = config.layerPrecisions.find(layer.name); it != config.layerPrecisions.end()) p = it->second;
-    else if (!config.strongTyping && (config.allowINT8 || config.allowFP8)) {
-      Precision low = config.allowINT8 ? Precision::kINT8 : Precision::kFP8;
-      if (backend.supports(layer, low).supported) p = low;
-      else refused[low].push_back(layer.name);
+    else if (!config.strongTyping && config.allowFP8) {
+      // INT8 is not asked of every layer: the quantization step made the int8 ones (and reports why
+      // the others stay).
+      if (backend.supports(layer, Precision::kFP8).supported) p = Precision::kFP8;
+      else refused[Precision::kFP8].push_back(layer.name);
     }
     if (cpuLayer && p == Precision::kTF32) p = Precision::kFP32;  // the CPU computes fp32 either way
     if (!backend.supports(layer, p).supported) {

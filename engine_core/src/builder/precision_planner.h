@@ -10,7 +10,8 @@ namespace kiln {
 
 // Chooses each layer's precision: the config's storage precision for layers with float outputs,
 // per-layer constraints where the backend can honour them (the CPU's, for layers the engine's
-// backend cannot run at all: they fall back there). Layers that must stay in a higher precision
+// backend cannot run at all: they fall back there). Kiln's quantized layers (made by the INT8
+// step) are int8 and no other layer is asked to be. Layers that must stay in a higher precision
 // than asked are named in `warnings`.
 std::vector<Precision> planPrecisions(const Network& network, const BuilderConfig& config, const Backend& engine,
                                       const Backend& cpu, std::vector<std::string>& warnings);

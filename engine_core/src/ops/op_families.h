@@ -16,6 +16,7 @@ class CpuKernelRegistry;
   X(Recurrent)              \
   X(SignalMisc)             \
   X(Fused)                  \
+  X(Quantized)              \
   X(Conversion)
 
 #define KILN_DECLARE_FAMILY(Family)                        \

@@ -1,6 +1,9 @@
 // The CPU backend: runs every op of the CPU kernel registry, keeps activations in fp32, fp16 or
-// bf16 between layers (computing in fp32 inside a layer), and has no INT8/FP8 kernels yet. Ops
-// with several implementations offer them as tactics; the others have one, named after the op.
+// bf16 between layers (computing in fp32 inside a layer). Its INT8 layers are Kiln's quantized ops
+// (kiln.QuantizedConv / kiln.QuantizedMatMul, made by the builder's quantization step); it has no
+// FP8 kernels yet. Ops with several implementations offer them as tactics; the others have one,
+// named after the op.
+#include "../../ops/quantized.h"
 #include "../backend.h"
 #include "channels_last.h"
 #include "cpu_device.h"
@@ -37,8 +40,9 @@ class CpuBackend : public Backend {
   SupportVerdict supports(const Layer& layer, Precision precision) const override {
     if (!CpuKernelRegistry::instance().find(layer.domain, layer.opType))
       return {false, "no CPU kernel for " + layer.opType};
-    if (precision == Precision::kINT8 || precision == Precision::kFP8)
-      return {false, "the CPU backend has no " + std::string(toString(precision)) + " kernels"};
+    if (precision == Precision::kFP8) return {false, "the CPU backend has no fp8 kernels"};
+    if (precision == Precision::kINT8 && !quantized::isQuantizedLayer(layer))
+      return {false, "the CPU backend runs int8 only in kiln.QuantizedConv / kiln.QuantizedMatMul layers"};
     return {};
   }
 

@@ -1,0 +1,90 @@
+// `kiln build --int8` end to end on the bundled sample model: calibration from a folder of .npy
+// batches, the cache written and reused (and refused for another calibrator), int8 layers named by
+// inspect and close to the model in compare, and one clear error with no plan for each malformed
+// calibration folder.
+#include <kiln/npy.h>
+
+#include "app/cli_fixture.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+using kiln::test::Cli;
+using kiln::test::readFile;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSample = std::string(KILN_SOURCE_DIR) + "/resources/models/sample.onnx";
+const std::string kProfile = "image:1x3x64x64/2x3x64x64/4x3x64x64";
+
+class CliInt8 : public Cli {
+ protected:
+  // A calibration folder with `batches` files image.K.npy of [2, 3, 64, 64].
+  std::string calibration(int batches, const std::string& name = "calib") {
+    fs::create_directories(path(name));
+    for (int k = 0; k < batches; ++k)
+      kiln::writeNpyFile(kiln::test::randomFloats({2, 3, 64, 64}, 40 + k, -1.5f, 1.5f),
+                         path(name + "/image." + std::to_string(k) + ".npy"));
+    return path(name);
+  }
+  std::vector<std::string> build(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"build", kSample, "--save", path("out/s.plan"), "--profile", kProfile, "--int8"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+};
+
+}  // namespace
+
+TEST_F(CliInt8, CalibratesWritesTheCacheAndInspectShowsInt8Layers) {
+  auto r = kiln(build({"--calib-data", calibration(3), "--calib-cache", path("s.cache"), "--calib-batches", "2"}));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("calibration: entropy, 8 activation scales from 2 batch(es), cache written to"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("int8: 10 layer(s); 0 Conv/MatMul/Gemm layer(s) stay float"), std::string::npos) << r.out;
+  EXPECT_EQ(readFile(path("s.cache")).rfind("# kiln calibration cache 1\n# model ", 0), 0u);
+
+  auto inspect = kiln({"inspect", path("out/s.plan"), "--json"});
+  ASSERT_EQ(inspect.exitCode, 0) << inspect.err;
+  size_t int8Layers = 0;
+  const auto info = nlohmann::json::parse(inspect.out);
+  for (const auto& layer : info["layers"]) int8Layers += layer["precision"] == "int8";
+  EXPECT_EQ(int8Layers, 10u);
+  auto text = kiln({"inspect", path("out/s.plan")});
+  EXPECT_NE(text.out.find("kiln.QuantizedConv   int8"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("int8 calibration: entropy, 8 activation scales from 2 batch(es)"), std::string::npos);
+
+  // Really quantized, yet close: compare's tolerances fail at 1e-5 and pass at 5e-2.
+  auto tight = kiln({"compare", kSample, path("out/s.plan"), "--shapes", "image:2x3x64x64", "--atol", "1e-6", "--rtol", "1e-5"});
+  EXPECT_NE(tight.exitCode, 0) << tight.out;
+  auto loose = kiln({"compare", kSample, path("out/s.plan"), "--shapes", "image:2x3x64x64", "--atol", "5e-2", "--rtol", "5e-2"});
+  EXPECT_EQ(loose.exitCode, 0) << loose.out << loose.err;
+}
+
+TEST_F(CliInt8, TheCacheServesALaterBuildWithoutDataAndIsRefusedForAnotherCalibrator) {
+  ASSERT_EQ(kiln(build({"--calib-data", calibration(2), "--calib-cache", path("s.cache")})).exitCode, 0);
+  fs::remove(path("out/s.plan"));
+  auto again = kiln(build({"--calib-cache", path("s.cache")}));
+  ASSERT_EQ(again.exitCode, 0) << again.err;
+  EXPECT_NE(again.out.find("from the cache"), std::string::npos) << again.out;
+  fs::remove(path("out/s.plan"));
+  expectFailure(build({"--calib-cache", path("s.cache"), "--calibrator", "percentile"}), 2,
+                {"s.cache", "holds entropy scales but the percentile 99.99 calibrator was asked for"});
+}
+
+TEST_F(CliInt8, MalformedCalibrationDataGivesOneErrorAndNoPlan) {
+  const std::string dir = path("bad");
+  fs::create_directories(dir);
+  expectFailure(build({"--calib-data", dir}), 2, {"no file for input 'image'", "image.npy"});
+  kiln::writeNpyFile(kiln::HostTensor(kiln::DataType::kFloat64, {2, 3, 64, 64}), dir + "/image.npy");
+  expectFailure(build({"--calib-data", dir}), 2, {"image.npy holds float64 values but input 'image' is float32"});
+  kiln::writeNpyFile(kiln::test::randomFloats({2, 3, 32, 64}, 1), dir + "/image.npy");
+  expectFailure(build({"--calib-data", dir}), 2, {"image.npy has shape [2,3,32,64]", "dim 2 differs"});
+  expectFailure(build({"--calib-data", path("nowhere")}), 2, {"is not a folder"});
+  expectFailure(build({}), 2, {"--calib-data"});
+  expectFailure(build({"--calib-data", calibration(1), "--calibrator", "kl"}), 2, {"--calibrator 'kl'"});
+  expectFailure({"build", kSample, "--save", path("out/s.plan"), "--calib-data", calibration(1)}, 2, {"need --int8"});
+}

@@ -1,0 +1,192 @@
+// The CPU kernels of kiln.QuantizedConv / kiln.QuantizedMatMul: rounding (half to even),
+// saturation to [-128, 127], exact int32 sums and per-channel dequantization on values worked out
+// by hand, and on random odd-sized problems against the float op run on the dequantized operands.
+#include <kiln/network.h>
+#include <kiln/error.h>
+#include <kiln/reference_executor.h>
+
+#include "common/test_models.h"
+#include "ops/quantized.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+using namespace kiln;
+
+namespace {
+
+// q = saturate(round_half_even(x / scale)) * scale: what the int8 layer sees of x.
+HostTensor dequantized(const HostTensor& x, float scale) {
+  HostTensor out = x.clone();
+  for (int64_t i = 0; i < out.elementCount(); ++i) {
+    float q = std::nearbyint(x.data<float>()[i] / scale);
+    out.data<float>()[i] = std::clamp(q, -128.0f, 127.0f) * scale;
+  }
+  return out;
+}
+
+// int8 weights of `dims` with random values in [-127, 127].
+HostTensor randomInt8(std::vector<int64_t> dims, uint32_t seed) {
+  HostTensor t(DataType::kInt8, std::move(dims));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-127, 127);
+  for (int64_t i = 0; i < t.elementCount(); ++i) t.data<int8_t>()[i] = int8_t(dist(rng));
+  return t;
+}
+
+// Weights dequantized per channel: element i is in channel (i / inner) % channels.
+HostTensor dequantizedWeights(const HostTensor& q, const std::vector<float>& scales, int64_t inner) {
+  HostTensor out(DataType::kFloat32, q.dims());
+  const int64_t channels = int64_t(scales.size());
+  for (int64_t i = 0; i < q.elementCount(); ++i)
+    out.data<float>()[i] = float(q.data<int8_t>()[i]) * scales[size_t((i / inner) % channels)];
+  return out;
+}
+
+HostTensor runOne(Network& network, const std::map<std::string, HostTensor>& inputs) {
+  ValueMap feeds;
+  for (const auto& [name, t] : inputs) {
+    network.addInput(name, t.dtype(), Shape::fromDims(t.dims()));
+    feeds[name] = t;
+  }
+  network.markOutput("y");
+  network.inferShapes();
+  return ReferenceExecutor(std::make_shared<Network>(network)).run(feeds).at("y").tensor;
+}
+
+Layer layer(const std::string& op, std::vector<std::string> inputs) {
+  Layer l;
+  l.name = "layer";
+  l.domain = op.rfind("Quantized", 0) == 0 || op.rfind("Fused", 0) == 0 ? fused::kDomain : "";
+  l.opType = op;
+  l.opsetVersion = 17;
+  l.inputs = std::move(inputs);
+  l.outputs = {"y"};
+  return l;
+}
+
+void expectNear(const HostTensor& actual, const std::vector<float>& expected) {
+  ASSERT_EQ(actual.elementCount(), int64_t(expected.size()));
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(actual.data<float>()[i], expected[i], 1e-5 * (1 + std::fabs(expected[i]))) << "element " << i;
+}
+
+void expectClose(const HostTensor& actual, const HostTensor& expected) {
+  ASSERT_EQ(actual.dims(), expected.dims());
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < expected.elementCount(); ++i) {
+    worst = std::max(worst, double(std::fabs(actual.data<float>()[i] - expected.data<float>()[i])));
+    scale = std::max(scale, double(std::fabs(expected.data<float>()[i])));
+  }
+  EXPECT_LE(worst, 1e-5 * (1 + scale));
+}
+
+}  // namespace
+
+// x / 0.5 = 2.5 -> 2 and 3.5 -> 4 (ties to even), -200 -> -128 and 140 -> 127 (saturated), 0.6 -> 1,
+// -0.5 -> 0; then exact sums with the int8 weights and acc * 0.5 * w_scale[m] + bias[m].
+TEST(QuantizedConvKernel, RoundsHalfToEvenSaturatesAndDequantizesPerChannel) {
+  Network network;
+  network.addConstant("w", HostTensor::fromVector<int8_t>({2, 2, 1, 1}, {1, -2, 3, 4}));
+  network.addConstant("b", HostTensor::fromVector<float>({2}, {0.5f, -1.0f}));
+  network.addConstant("xs", HostTensor::scalar<float>(0.5f));
+  network.addConstant("ws", HostTensor::fromVector<float>({2}, {0.1f, 0.2f}));
+  Layer conv = layer(quantized::kQuantizedConv, {"x", "w", "b", "", "xs", "ws"});
+  conv.attributes[fused::kBase] = std::string("Conv");
+  network.addLayer(conv);
+  const HostTensor x = HostTensor::fromVector<float>({1, 2, 1, 3}, {1.25f, 1.75f, -100.0f, 70.0f, 0.3f, -0.25f});
+  // q: channel 0 = [2, 4, -128], channel 1 = [127, 1, 0].
+  // m0: 1*q0 - 2*q1 = [-252, 2, -128]; m1: 3*q0 + 4*q1 = [514, 16, -384].
+  expectNear(runOne(network, {{"x", x}}), {-252 * 0.05f + 0.5f, 2 * 0.05f + 0.5f, -128 * 0.05f + 0.5f,
+                                           514 * 0.1f - 1.0f, 16 * 0.1f - 1.0f, -384 * 0.1f - 1.0f});
+}
+
+// Odd sizes, pads, stride, groups, a residual and an activation: the same as kiln.FusedConv on the
+// dequantized X and W (whose float products of small integers times scales are near exact).
+TEST(QuantizedConvKernel, MatchesTheFloatConvolutionOfTheDequantizedOperands) {
+  const float xScale = 0.013f;
+  const std::vector<float> wScales = {0.011f, 0.02f, 0.007f, 0.016f, 0.03f, 0.009f};
+  const HostTensor x = test::randomFloats({2, 4, 9, 7}, 11, -1.5f, 1.8f);
+  const HostTensor w = randomInt8({6, 2, 3, 3}, 12);
+  const HostTensor bias = test::randomFloats({6}, 13);
+  const HostTensor residual = test::randomFloats({2, 6, 5, 3}, 14);
+  auto attributes = [](Layer& l) {
+    l.attributes[fused::kBase] = std::string("Conv");
+    l.attributes["group"] = int64_t(2);
+    l.attributes["pads"] = std::vector<int64_t>{1, 0, 1, 1};
+    l.attributes["strides"] = std::vector<int64_t>{2, 2};
+    l.attributes[fused::kActivation] = std::string("LeakyRelu");
+    l.attributes[fused::kActivationAlpha] = 0.1f;
+  };
+  Network q;
+  q.addConstant("w", w);
+  q.addConstant("b", bias);
+  q.addConstant("xs", HostTensor::scalar<float>(xScale));
+  q.addConstant("ws", HostTensor::fromVector<float>({6}, wScales));
+  Layer conv = layer(quantized::kQuantizedConv, {"x", "w", "b", "z", "xs", "ws"});
+  attributes(conv);
+  q.addLayer(conv);
+  const HostTensor actual = runOne(q, {{"x", x}, {"z", residual}});
+
+  Network f;
+  f.addConstant("w", dequantizedWeights(w, wScales, 2 * 3 * 3));
+  f.addConstant("b", bias);
+  Layer reference = layer(fused::kFusedConv, {"x", "w", "b", "z"});
+  attributes(reference);
+  f.addLayer(reference);
+  expectClose(actual, runOne(f, {{"x", dequantized(x, xScale)}, {"z", residual}}));
+}
+
+// Batched A [2, 3, 5] by int8 B [5, 4] with per-column scales, a bias and a residual; and by a
+// float B [2, 5, 4] quantized per tensor on entry.
+TEST(QuantizedMatMulKernel, MatchesTheFloatMatMulOfTheDequantizedOperands) {
+  const float aScale = 0.009f, bScale = 0.004f;
+  const std::vector<float> columnScales = {0.01f, 0.003f, 0.02f, 0.007f};
+  const HostTensor a = test::randomFloats({2, 3, 5}, 21, -1.0f, 1.3f);
+  const HostTensor b = randomInt8({5, 4}, 22);
+  const HostTensor bias = test::randomFloats({4}, 23);
+  const HostTensor residual = test::randomFloats({2, 3, 4}, 24);
+  {
+    Network q;
+    q.addConstant("b", b);
+    q.addConstant("c", bias);
+    q.addConstant("as", HostTensor::scalar<float>(aScale));
+    q.addConstant("bs", HostTensor::fromVector<float>({4}, columnScales));
+    Layer mm = layer(quantized::kQuantizedMatMul, {"a", "b", "c", "z", "as", "bs"});
+    mm.attributes[fused::kActivation] = std::string("Relu");
+    q.addLayer(mm);
+    Network f;
+    f.addConstant("b", dequantizedWeights(b, columnScales, 1));
+    f.addConstant("c", bias);
+    Layer reference = layer(fused::kFusedMatMul, {"a", "b", "c", "z"});
+    reference.attributes[fused::kBase] = std::string("MatMul");
+    reference.attributes[fused::kActivation] = std::string("Relu");
+    f.addLayer(reference);
+    expectClose(runOne(q, {{"a", a}, {"z", residual}}), runOne(f, {{"a", dequantized(a, aScale)}, {"z", residual}}));
+  }
+  {
+    const HostTensor bFloat = test::randomFloats({2, 5, 4}, 25, -0.6f, 0.5f);
+    Network q;
+    q.addConstant("as", HostTensor::scalar<float>(aScale));
+    q.addConstant("bs", HostTensor::scalar<float>(bScale));
+    q.addLayer(layer(quantized::kQuantizedMatMul, {"a", "b", "", "", "as", "bs"}));
+    Network f;
+    f.addLayer(layer("MatMul", {"a", "b"}));
+    expectClose(runOne(q, {{"a", a}, {"b", bFloat}}),
+                runOne(f, {{"a", dequantized(a, aScale)}, {"b", dequantized(bFloat, bScale)}}));
+  }
+}
+
+TEST(QuantizedConvKernel, FloatWeightsAreRefusedByInference) {
+  Network network;
+  network.addConstant("w", test::randomFloats({2, 2, 1, 1}, 1));
+  network.addConstant("xs", HostTensor::scalar<float>(0.5f));
+  network.addConstant("ws", HostTensor::scalar<float>(0.5f));
+  Layer conv = layer(quantized::kQuantizedConv, {"x", "w", "", "", "xs", "ws"});
+  conv.attributes[fused::kBase] = std::string("Conv");
+  network.addLayer(conv);
+  EXPECT_THROW(runOne(network, {{"x", test::randomFloats({1, 2, 2, 2}, 2)}}), Error);
+}

@@ -1,0 +1,304 @@
+// INT8 builds through the public Builder: calibration from .npy batches, Conv and Gemm layers
+// quantized (really: their error is > 0) yet close to FP32 on inputs not used for calibration,
+// with every calibrator; the cache reused without data and refused for another model or
+// calibrator; layers that cannot be int8 kept in fp32 with the reason; progress and cancel; the
+// test device backend computing what the CPU computes, and refusing int8 layers like a device
+// without int8 kernels.
+#include <kiln/builder.h>
+#include <kiln/error.h>
+#include <kiln/npy.h>
+#include <kiln/onnx_importer.h>
+#include <kiln/reference_executor.h>
+#include <kiln/runtime.h>
+
+#include "common/test_models.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <cstdlib>
+#include <filesystem>
+
+using namespace kiln;
+using kiln::test::ModelBuilder;
+using namespace kiln::test::onnx_types;
+namespace fs = std::filesystem;
+
+namespace {
+
+// x [N, 3, 11, 13] -> Conv 3x3 + Relu -> Conv 3x3 stride 2 -> Flatten -> Gemm (transB, alpha,
+// beta, C) -> y [N, 5].
+std::shared_ptr<Network> convGemmNetwork(uint32_t weightSeed = 1) {
+  ModelBuilder mb;
+  mb.symbolicInput("x", kFloat, {"N", "3", "11", "13"})
+      .initializer("w1", test::randomFloats({8, 3, 3, 3}, weightSeed))
+      .initializer("b1", test::randomFloats({8}, weightSeed + 1))
+      .initializer("w2", test::randomFloats({6, 8, 3, 3}, weightSeed + 2, -0.4f, 0.4f))
+      .initializer("wg", test::randomFloats({5, 6 * 6 * 7}, weightSeed + 3, -0.2f, 0.2f))
+      .initializer("cg", test::randomFloats({5}, weightSeed + 4))
+      .output("y");
+  auto& c1 = mb.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  ModelBuilder::setInts(c1, "pads", {1, 1, 1, 1});
+  mb.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& c2 = mb.node("Conv", {"r1", "w2"}, {"c2"}, "conv2");
+  ModelBuilder::setInts(c2, "pads", {1, 1, 1, 1});
+  ModelBuilder::setInts(c2, "strides", {2, 2});
+  mb.node("Flatten", {"c2"}, {"f"}, "flatten");
+  auto& gemm = mb.node("Gemm", {"f", "wg", "cg"}, {"y"}, "gemm");
+  ModelBuilder::setInt(gemm, "transB", 1);
+  ModelBuilder::setFloat(gemm, "alpha", 0.7f);
+  ModelBuilder::setFloat(gemm, "beta", 1.3f);
+  return OnnxImporter().importBytes(mb.bytes());
+}
+
+// Random images with an uneven spread: calibration must not see only one scale.
+HostTensor images(int64_t batch, uint32_t seed) {
+  HostTensor t = test::randomFloats({batch, 3, 11, 13}, seed, -1.0f, 1.0f);
+  for (int64_t i = 0; i < t.elementCount(); i += 7) t.data<float>()[i] *= 2.5f;
+  return t;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("kiln_int8_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_ / "calib");
+    for (int k = 0; k < 3; ++k) writeNpyFile(images(3, 100 + k), (path_ / "calib" / ("x." + std::to_string(k) + ".npy")).string());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string calibration() const { return (path_ / "calib").string(); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+BuilderConfig int8Config(const std::string& data, CalibratorKind calibrator = CalibratorKind::kEntropy) {
+  BuilderConfig config;
+  config.allowINT8 = true;
+  config.calibration.dataPath = data;
+  config.calibration.calibrator = calibrator;
+  config.profiles.push_back({{{"x", {{1, 3, 11, 13}, {2, 3, 11, 13}, {4, 3, 11, 13}}}}});
+  return config;
+}
+
+const LayerSummary& layerNamed(const BuildReport& report, const std::string& name) {
+  for (const auto& l : report.layers)
+    if (l.name == name) return l;
+  throw std::runtime_error("no layer " + name);
+}
+
+HostTensor runPlan(const std::vector<uint8_t>& plan, const HostTensor& x) {
+  return Runtime().load(plan)->createExecutionContext()->run({{"x", x}}).at("y");
+}
+
+struct Agreement {
+  double relativeL2 = 0, cosine = 0;
+};
+
+Agreement agreement(const HostTensor& actual, const HostTensor& expected) {
+  double diff = 0, norm = 0, dot = 0, actualNorm = 0;
+  for (int64_t i = 0; i < expected.elementCount(); ++i) {
+    const double a = actual.data<float>()[i], e = expected.data<float>()[i];
+    diff += (a - e) * (a - e);
+    norm += e * e;
+    dot += a * e;
+    actualNorm += a * a;
+  }
+  return {std::sqrt(diff / norm), dot / std::sqrt(norm * actualNorm)};
+}
+
+class RecordingObserver : public BuildObserver {
+ public:
+  std::vector<std::string> phases;
+  std::string cancelAt;
+  void progress(const BuildProgress& p) override { phases.push_back(p.phase); }
+  bool cancelled() override { return !cancelAt.empty() && !phases.empty() && phases.back() == cancelAt; }
+};
+
+}  // namespace
+
+TEST(Int8Build, ConvAndGemmAreQuantizedAndStayCloseToFp32WithEveryCalibrator) {
+  TempDir dir;
+  auto network = convGemmNetwork();
+  const HostTensor heldOut = images(4, 7);  // not among the calibration batches
+  const HostTensor expected = ReferenceExecutor(network).run({{"x", heldOut}}).at("y").tensor;
+  for (CalibratorKind calibrator : {CalibratorKind::kEntropy, CalibratorKind::kMinMax, CalibratorKind::kPercentile}) {
+    SCOPED_TRACE(toString(calibrator));
+    const BuildResult built = Builder().build(*network, int8Config(dir.calibration(), calibrator));
+    for (const char* name : {"conv1", "conv2", "gemm"}) {
+      const LayerSummary& layer = layerNamed(built.report, name);
+      EXPECT_EQ(layer.precision, "int8") << name;
+      EXPECT_EQ(layer.type, name[0] == 'g' ? "kiln.QuantizedMatMul" : "kiln.QuantizedConv") << name;
+      EXPECT_EQ(layer.inputs[1].dtype, "int8") << name;
+    }
+    EXPECT_EQ(built.report.calibration.source, "data");
+    EXPECT_EQ(built.report.calibration.batches, 3);
+    EXPECT_EQ(built.report.calibration.scales.size(), 3u);  // x, r1 and f
+    const Agreement a = agreement(runPlan(built.plan, heldOut), expected);
+    std::cout << "[ measured ] " << toString(calibrator) << ": relative L2 " << a.relativeL2 << ", cosine "
+              << a.cosine << "\n";
+    EXPECT_GT(a.relativeL2, 1e-4) << "an int8 engine this close to fp32 was not quantized";
+    EXPECT_LT(a.relativeL2, 0.05);
+    EXPECT_GT(a.cosine, 0.998);
+  }
+}
+
+TEST(Int8Build, TheCacheIsReusedWithoutDataAndRefusedForAnotherModelOrCalibrator) {
+  TempDir dir;
+  auto network = convGemmNetwork();
+  BuilderConfig config = int8Config(dir.calibration());
+  config.calibration.cachePath = dir.file("model.cache");
+  const BuildResult first = Builder().build(*network, config);
+  ASSERT_TRUE(fs::exists(config.calibration.cachePath));
+
+  BuilderConfig fromCache = config;
+  fromCache.calibration.dataPath.clear();
+  const BuildResult second = Builder().build(*network, fromCache);
+  EXPECT_EQ(second.report.calibration.source, "cache");
+  EXPECT_EQ(second.report.calibration.scales, first.report.calibration.scales);
+  const HostTensor x = images(2, 9);
+  const HostTensor a = runPlan(first.plan, x), b = runPlan(second.plan, x);
+  EXPECT_EQ(std::memcmp(a.rawData(), b.rawData(), a.byteSize()), 0);
+
+  try {
+    Builder().build(*convGemmNetwork(50), fromCache);
+    ADD_FAILURE() << "a cache of another model was used";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("was made for another model"), std::string::npos) << e.what();
+  }
+  fromCache.calibration.calibrator = CalibratorKind::kMinMax;
+  try {
+    Builder().build(*network, fromCache);
+    ADD_FAILURE() << "an entropy cache was used for minmax";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds entropy scales but the minmax calibrator"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Int8Build, WithoutDataOrCacheTheBuildSaysWhatToGive) {
+  try {
+    Builder().build(*convGemmNetwork(), int8Config(""));
+    ADD_FAILURE() << "built without calibration";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--calib-data"), std::string::npos) << e.what();
+  }
+}
+
+// conv1's weights are a graph input, gemm is held to fp32, the MatMul of two activations becomes int8.
+TEST(Int8Build, LayersThatCannotBeInt8StayFp32WithTheReason) {
+  ModelBuilder mb;
+  mb.input("x", kFloat, {2, 3, 6, 6}).input("w", kFloat, {4, 3, 1, 1}).input("v", kFloat, {3, 4})
+      .initializer("wg", test::randomFloats({4, 4}, 3))
+      .output("y").output("z");
+  mb.node("Conv", {"x", "w"}, {"c"}, "conv1");
+  mb.node("Reshape", {"c", "shape"}, {"m"}, "reshape");
+  mb.initializer("shape", HostTensor::fromVector<int64_t>({3}, {2, 4, 36}));
+  ModelBuilder::setInts(mb.node("Transpose", {"m"}, {"mt"}, "transpose"), "perm", {0, 2, 1});
+  mb.node("MatMul", {"m", "mt"}, {"y"}, "attention_like");  // [2, 4, 36] x [2, 36, 4]
+  mb.node("Gemm", {"v", "wg"}, {"z"}, "gemm");
+  auto network = OnnxImporter().importBytes(mb.bytes());
+  TempDir dir;
+  const fs::path data = dir.file("data");
+  fs::create_directories(data);
+  writeNpyFile(test::randomFloats({2, 3, 6, 6}, 1), (data / "x.npy").string());
+  writeNpyFile(test::randomFloats({4, 3, 1, 1}, 2), (data / "w.npy").string());
+  writeNpyFile(test::randomFloats({3, 4}, 4), (data / "v.npy").string());
+  BuilderConfig config;
+  config.allowINT8 = true;
+  config.calibration.dataPath = data.string();
+  config.layerPrecisions["gemm"] = Precision::kFP32;
+  const BuildResult built = Builder().build(*network, config);
+  EXPECT_EQ(layerNamed(built.report, "conv1").precision, "fp32");
+  EXPECT_EQ(layerNamed(built.report, "conv1").precisionReason, "its weights are not a float32 constant");
+  EXPECT_EQ(layerNamed(built.report, "gemm").precisionReason, "--layer-precision asks for fp32");
+  EXPECT_EQ(layerNamed(built.report, "attention_like").precision, "int8");
+  EXPECT_EQ(layerNamed(built.report, "attention_like").type, "kiln.QuantizedMatMul");
+  bool warned = false;
+  for (const auto& w : built.report.warnings) warned |= w.find("2 Conv/MatMul/Gemm layer(s) stay") != std::string::npos;
+  EXPECT_TRUE(warned);
+  // The report survives the plan (kiln inspect reads it from there).
+  auto engine = Runtime().load(built.plan);
+  EXPECT_EQ(layerNamed(engine->report(), "conv1").precisionReason, "its weights are not a float32 constant");
+  EXPECT_EQ(engine->report().calibration.batches, 1);
+}
+
+TEST(Int8Build, CalibrationReportsProgressAndCancels) {
+  TempDir dir;
+  auto network = convGemmNetwork();
+  RecordingObserver watcher;
+  Builder().build(*network, int8Config(dir.calibration()), &watcher);
+  EXPECT_NE(std::find(watcher.phases.begin(), watcher.phases.end(), "calibration"), watcher.phases.end());
+  RecordingObserver canceller;
+  canceller.cancelAt = "calibration";
+  try {
+    Builder().build(*network, int8Config(dir.calibration()), &canceller);
+    ADD_FAILURE() << "not cancelled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCancelled);
+  }
+}
+
+// The test device backend runs the CPU's int8 kernels on guarded memory: the same values; and
+// where it refuses the quantized op (as a backend without int8 kernels does), the layer stays in
+// float on that backend with its reason.
+TEST(Int8Build, ADeviceBackendComputesTheSameOrKeepsTheLayersItCannotRunInFloat) {
+  TempDir dir;
+  auto network = convGemmNetwork();
+  const HostTensor x = images(3, 5);
+  // One cache for both: calibration runs a timed FP32 engine, whose tactics may differ from build to
+  // build in the last bits of the activations.
+  BuilderConfig cpu = int8Config(dir.calibration());
+  cpu.calibration.cachePath = dir.file("shared.cache");
+  const HostTensor onCpu = runPlan(Builder().build(*network, cpu).plan, x);
+  BuilderConfig device = cpu;
+  device.backend = BackendKind::kTestDevice;
+  const BuildResult built = Builder().build(*network, device);
+  EXPECT_EQ(layerNamed(built.report, "conv2").backend, "cpu-device");
+  EXPECT_EQ(layerNamed(built.report, "conv2").precision, "int8");
+  const HostTensor onDevice = runPlan(built.plan, x);
+  EXPECT_EQ(std::memcmp(onCpu.rawData(), onDevice.rawData(), onCpu.byteSize()), 0);
+
+  ::setenv("KILN_TEST_DEVICE_REFUSE", "QuantizedConv", 1);
+  const BuildResult refused = Builder().build(*network, device);
+  ::unsetenv("KILN_TEST_DEVICE_REFUSE");
+  const LayerSummary& conv = layerNamed(refused.report, "conv2");
+  EXPECT_EQ(conv.precision, "tf32");  // a device backend's fp32 layers may use TF32
+  EXPECT_EQ(conv.backend, "cpu-device");
+  EXPECT_EQ(conv.precisionReason, "QuantizedConv is refused by KILN_TEST_DEVICE_REFUSE");
+  EXPECT_EQ(layerNamed(refused.report, "gemm").precision, "int8");
+}
+
+// A cache without one of the tensors (made with other build options, or edited): that layer stays
+// fp32 and says which scale it lacks; the others are int8.
+TEST(Int8Build, ALayerWhoseScaleTheCacheLacksStaysFp32) {
+  TempDir dir;
+  auto network = convGemmNetwork();
+  BuilderConfig config = int8Config(dir.calibration());
+  config.calibration.cachePath = dir.file("model.cache");
+  Builder().build(*network, config);
+  std::string text;
+  {
+    const auto bytes = readFileBytes(config.calibration.cachePath);
+    std::istringstream lines(std::string(bytes.begin(), bytes.end()));
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("f: ", 0) != 0) text += line + "\n";  // drop the Gemm's input
+  }
+  writeFileAtomically(config.calibration.cachePath, text);
+  config.calibration.dataPath.clear();
+  const BuildResult built = Builder().build(*network, config);
+  EXPECT_EQ(layerNamed(built.report, "conv2").precision, "int8");
+  EXPECT_EQ(layerNamed(built.report, "gemm").precision, "fp32");
+  EXPECT_EQ(layerNamed(built.report, "gemm").precisionReason.rfind("no calibration scale for its input 'f'", 0), 0u)
+      << layerNamed(built.report, "gemm").precisionReason;
+}
