@@ -3,17 +3,12 @@
 #include "cudnn_conv.h"
 
 #include <kiln/error.h>
+#include <kiln/shape.h>
 
 namespace kiln::cuda {
 namespace {
 
 using kernels::Activation;
-
-std::string dimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
 
 CudnnDescriptor pointwise(cudnnPointwiseMode_t mode, const std::string& what) {
   CudnnDescriptor d(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what);
@@ -88,9 +83,9 @@ std::string ConvGraphProblem::describe() const {
   if (epilogue.activation != kernels::Activation::kNone)
     epilogueText += " activation " + std::to_string(int(epilogue.activation)) + "(" + std::to_string(epilogue.alpha) +
                     "," + std::to_string(epilogue.beta) + ")";
-  return "cuDNN graph (" + std::string(fusions[int(fusion)]) + epilogueText + ") x " + dimsText(x) + " w " + dimsText(w) + " y " +
-         dimsText(y) + " pads " + dimsText(prePads) + "/" + dimsText(postPads) + " strides " + dimsText(strides) +
-         " dilations " + dimsText(dilations) + " " + std::string(toString(type)) + " NHWC, alignment " + std::to_string(alignment);
+  return "cuDNN graph (" + std::string(fusions[int(fusion)]) + epilogueText + ") x " + dimsToString(x) + " w " + dimsToString(w) + " y " +
+         dimsToString(y) + " pads " + dimsToString(prePads) + "/" + dimsToString(postPads) + " strides " + dimsToString(strides) +
+         " dilations " + dimsToString(dilations) + " " + std::string(toString(type)) + " NHWC, alignment " + std::to_string(alignment);
 }
 
 std::unique_ptr<CudnnOperationGraph> makeConvGraph(cudnnHandle_t handle, const ConvGraphProblem& p,

@@ -318,7 +318,7 @@ class GraphConvStep : public CudaStep {
     entry->alignment = alignment;
     entry->resolved = resolve(layer_, spec_, x, args.inputs[kConvW].dims, payload_, alignment, device_.ordinal);
     const ConvGraphProblem& p = entry->resolved.problem;
-    if (std::vector<int64_t>(p.y) != args.outputs[0].dims)
+    if (p.y != args.outputs[0].dims)
       throw Error(ErrorCode::kInternal, name_ + ": its convolution makes " + dimsToString(p.y) + " but the output is " +
                                             dimsToString(args.outputs[0].dims));
     entry->layout = layoutOf(entry->resolved, x, formats_);
