@@ -199,14 +199,40 @@ def kiln(args, name, batch, precision, inputs, onnx_path, work):
                 "200", "--duration", "2", "--layer-runs", "0", "--export-profile", profile], log):
             return {"error": "profile failed (see " + log + ")", "build_s": build_s}
     perf = json.load(open(profile))["performance"]
-    # Per-layer GPU times (a separate profiled pass; each layer timed alone) into the row's log.
+    # Per-layer GPU times (a separate profiled pass; each layer timed alone) into the row's log, and
+    # their sum per layer type printed, so the run's output says where the time goes.
     run([args.kiln, "profile", plan, *npys, "--no-data-transfers", "--warmup", "0", "--iterations", "1",
          "--duration", "0", "--layer-runs", "10"], log)
+    print_layer_types(tag, log)
     os.makedirs(outdir, exist_ok=True)
     run([args.kiln, "run", plan, *npys, "--output-dir", outdir], log)
     outs = sorted(glob.glob(os.path.join(outdir, "*.npy")))
     return {"build_s": build_s, "warm_build_s": warm_s, "ms": perf["compute"]["median_ms"] or perf["latency"]["median_ms"],
             "graph": perf.get("cuda_graph", None), "output": np.load(outs[0]) if outs else None}
+
+
+def print_layer_types(tag, log):
+    """Sums the last per-layer table in the log by layer type: count and milliseconds, largest first."""
+    try:
+        lines = open(log).read().splitlines()
+    except OSError:
+        return
+    starts = [i for i, line in enumerate(lines) if line.startswith("per layer (median")]
+    if not starts:
+        return
+    by_type = {}
+    for line in lines[starts[-1] + 2:]:
+        parts = line.split()
+        if len(parts) < 5 or not line.startswith("  "):
+            break
+        try:  # name, type, precision, median ms, %, tactic (names have no spaces)
+            ms = float(parts[3])
+        except ValueError:
+            break
+        count, total = by_type.get(parts[1], (0, 0.0))
+        by_type[parts[1]] = (count + 1, total + ms)
+    top = sorted(by_type.items(), key=lambda kv: -kv[1][1])[:8]
+    print(f"#   {tag} layers: " + ", ".join(f"{t} {n}x {ms:.3f}" for t, (n, ms) in top), flush=True)
 
 
 def rel_l2(actual, expected):

@@ -308,9 +308,11 @@ Bytes naiveNchw(const Bytes& in, int64_t n, int64_t c, int64_t hw, int64_t padde
 struct ReformatCase {
   int64_t n, c, h, w, padded;
 };
+// Padded channels of 16 bytes (8 fp16, 4 fp32) take the pixel-a-thread path: an RGB stem's input.
 const std::vector<ReformatCase> kReformatCases{{1, 3, 7, 9, 8},   {2, 16, 5, 5, 16}, {1, 33, 1, 1, 40},
                                                {3, 8, 32, 33, 8}, {1, 1, 1, 1, 8},   {2, 5, 17, 3, 5},
-                                               {0, 4, 2, 2, 8},   {1, 70, 3, 11, 72}};
+                                               {0, 4, 2, 2, 8},   {1, 70, 3, 11, 72}, {2, 3, 9, 7, 4},
+                                               {5, 3, 57, 55, 8}};
 
 }  // namespace
 

@@ -56,7 +56,11 @@ void checkLayerNorm(int64_t outer, int64_t inner, bool withBias, bool withResidu
 template <class T>
 void checkLayerNorms() {
   for (const auto& [outer, inner] : std::vector<std::pair<int64_t, int64_t>>{
-           {1, 1}, {7, 33}, {5, 768}, {3, 1001}, {2, 5000}, {1000, 8}, {0, 5}, {4, 3}})
+           {1, 1}, {7, 33}, {5, 768}, {3, 1001}, {2, 5000}, {1000, 8}, {0, 5}, {4, 3},
+           // the register path (rows of whole 16-byte vectors, up to 2048 elements): a lane's last
+           // vector partly used, the longest row, blocks of several warps with the last one partial,
+           // and a row just too long for it
+           {3, 1032}, {9, 2048}, {4099, 64}, {2, 2056}})
     for (bool withBias : {false, true})
       for (bool withResidual : {false, true}) checkLayerNorm<T>(outer, inner, withBias, withResidual);
 }

@@ -35,7 +35,8 @@ const std::vector<WindowCase> kWindows{
     {"3-d", {5, 6, 7}, {2, 3, 2}, {2, 1, 2}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}, AutoPad::kNotSet, true},
 };
 
-const std::vector<std::pair<int64_t, int64_t>> kBatchChannels{{1, 1}, {2, 3}, {1, 33}};
+// 32 channels: whole 16-byte vectors of fp16 / bf16 (8) and int8 (16) channels-last, the wide path.
+const std::vector<std::pair<int64_t, int64_t>> kBatchChannels{{1, 1}, {2, 3}, {1, 33}, {2, 32}};
 
 PoolWindow windowOf(const WindowCase& c) {
   const auto w = makePoolWindow(c.in, c.kernel, c.strides, c.dilations, c.pads, c.autoPad, c.ceilMode);
@@ -373,6 +374,10 @@ TEST(CudaPool, WindowedPoolsMatchTheCpuKernels) {
       std::vector<int64_t> indices(static_cast<size_t>(outCount));
       std::memcpy(indices.data(), got.data(), got.size());
       EXPECT_EQ(indices, r.expectedIndices);
+      // Without indices the 2-D pools take their own kernels (channels-last 16-byte vectors among them).
+      DeviceBuffer plain(byteSize(r.type, outCount));
+      KILN_CUDA_OK(maxPool(src.get(), plain.get(), nullptr, false, r.n, r.c, r.w, r.layout, r.type, nullptr));
+      EXPECT_TRUE(sameElements(plain.download(), fromValues(r.expected, r.type), elementBytes(r.type))) << "no indices";
     } else {
       // Rounding the CPU's float result to the type once is the best the type can hold.
       const std::vector<double> rounded = valuesOf(fromValues(r.expected, r.type), r.type);

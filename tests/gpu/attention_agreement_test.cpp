@@ -32,6 +32,9 @@ struct AttentionCase {
   bool kGivenTransposed;      // K as [..., D, Lk] (no Transpose in the model)
   std::vector<int64_t> mask;  // empty: no mask
   bool divide = true;         // scale as Div by sqrt(D) (else Mul by a constant)
+  // Q, K, V and the output stored [..., L, H, D] with Transposes to and from [..., H, L, D] in
+  // the model, as exporters write heads; the fusion absorbs them (read through strides).
+  bool interleaved = false;
 };
 
 std::vector<int64_t> withTail(std::vector<int64_t> dims, int64_t a, int64_t b) {
@@ -45,22 +48,48 @@ struct AttentionModel {
   std::map<std::string, HostTensor> inputs;
 };
 
+// The identity permutation of `rank` dims with dims a and b swapped.
+std::vector<int64_t> swapping(size_t rank, size_t a, size_t b) {
+  std::vector<int64_t> perm;
+  for (size_t i = 0; i < rank; ++i) perm.push_back(int64_t(i == a ? b : i == b ? a : i));
+  return perm;
+}
+
 // MatMul(Q, Kᵀ) · scale (+ mask) -> Softmax -> MatMul(·, V), which the fusion makes one layer.
 AttentionModel attentionModel(const AttentionCase& c, bool maskOneRow = false) {
-  const std::vector<int64_t> q = withTail(c.batch, c.lq, c.d), v = withTail(c.batch, c.lk, c.dv);
-  const std::vector<int64_t> k = c.kGivenTransposed ? withTail(c.batch, c.d, c.lk) : withTail(c.batch, c.lk, c.d);
+  const size_t rank = c.batch.size() + 2;
+  // Interleaved: stored with the row dim and the last batch dim swapped.
+  auto stored = [&](std::vector<int64_t> dims) {
+    if (c.interleaved) std::swap(dims[rank - 3], dims[rank - 2]);
+    return dims;
+  };
+  const std::vector<int64_t> q = stored(withTail(c.batch, c.lq, c.d)), v = stored(withTail(c.batch, c.lk, c.dv));
+  const std::vector<int64_t> k = c.interleaved          ? stored(withTail(c.batch, c.lk, c.d))
+                                 : c.kGivenTransposed ? withTail(c.batch, c.d, c.lk)
+                                                      : withTail(c.batch, c.lk, c.d);
   ModelBuilder mb;
   mb.input("q", kFloat, q).input("k", kFloat, k).input("v", kFloat, v).output("y");
-  std::string kt = "k";
-  if (!c.kGivenTransposed) {
-    std::vector<int64_t> perm;
-    for (size_t i = 0; i < c.batch.size(); ++i) perm.push_back(int64_t(i));
-    perm.push_back(int64_t(c.batch.size()) + 1);
-    perm.push_back(int64_t(c.batch.size()));
-    ModelBuilder::setInts(mb.node("Transpose", {"k"}, {"kt"}, "k_transpose"), "perm", perm);
+  std::string qIn = "q", kt = "k", vIn = "v";
+  if (c.interleaved) {
+    ModelBuilder::setInts(mb.node("Transpose", {"q"}, {"q_heads"}, "q_heads"), "perm", swapping(rank, rank - 3, rank - 2));
+    ModelBuilder::setInts(mb.node("Transpose", {"v"}, {"v_heads"}, "v_heads"), "perm", swapping(rank, rank - 3, rank - 2));
+    qIn = "q_heads";
+    vIn = "v_heads";
+    if (c.kGivenTransposed) {  // [..., Lk, H, D] -> [..., H, D, Lk] in one Transpose, as BERT's export
+      std::vector<int64_t> perm = swapping(rank, rank - 3, rank - 2);
+      perm[rank - 2] = int64_t(rank - 1);
+      perm[rank - 1] = int64_t(rank - 3);
+      ModelBuilder::setInts(mb.node("Transpose", {"k"}, {"kt"}, "k_heads_transposed"), "perm", perm);
+    } else {  // two Transposes, as PyTorch's SDPA export
+      ModelBuilder::setInts(mb.node("Transpose", {"k"}, {"k_heads"}, "k_heads"), "perm", swapping(rank, rank - 3, rank - 2));
+      ModelBuilder::setInts(mb.node("Transpose", {"k_heads"}, {"kt"}, "k_transpose"), "perm", swapping(rank, rank - 2, rank - 1));
+    }
+    kt = "kt";
+  } else if (!c.kGivenTransposed) {
+    ModelBuilder::setInts(mb.node("Transpose", {"k"}, {"kt"}, "k_transpose"), "perm", swapping(rank, rank - 2, rank - 1));
     kt = "kt";
   }
-  mb.node("MatMul", {"q", kt}, {"scores"}, "qk");
+  mb.node("MatMul", {qIn, kt}, {"scores"}, "qk");
   if (c.divide) {
     mb.initializer("scale", HostTensor::scalar<float>(std::sqrt(float(c.d))));
     mb.node("Div", {"scores", "scale"}, {"scaled"}, "scale");
@@ -84,7 +113,12 @@ AttentionModel attentionModel(const AttentionCase& c, bool maskOneRow = false) {
     inputs["mask"] = mask;
   }
   ModelBuilder::setInt(mb.node("Softmax", {logits}, {"p"}, "softmax"), "axis", -1);
-  mb.node("MatMul", {"p", "v"}, {"y"}, "pv");
+  if (c.interleaved) {
+    mb.node("MatMul", {"p", vIn}, {"y_heads"}, "pv");
+    ModelBuilder::setInts(mb.node("Transpose", {"y_heads"}, {"y"}, "y_interleave"), "perm", swapping(rank, rank - 3, rank - 2));
+  } else {
+    mb.node("MatMul", {"p", vIn}, {"y"}, "pv");
+  }
   return {mb.bytes(), inputs};
 }
 
@@ -94,6 +128,7 @@ void checkAttention(const AttentionCase& c, Precision precision, bool maskOneRow
   const LayerSummary* layer = agreement.gpuLayerOfType("kiln.Attention");
   ASSERT_NE(layer, nullptr) << "the attention was not fused, or not run on the CUDA backend";
   EXPECT_EQ(layer->tactic.rfind("cuda.attention.", 0), 0u) << layer->tactic;
+  if (c.interleaved) EXPECT_EQ(agreement.gpuLayerOfType("Transpose"), nullptr) << "a Transpose around heads was left";
   test::expectNoFailedTactics(agreement);
 }
 
@@ -106,6 +141,9 @@ const std::vector<AttentionCase> kCases = {
     {"rank 3", {5}, 17, 33, 24, 40, false, {1, 33}},
     {"rank 2", {}, 12, 20, 16, 7, false, {12, 20}},
     {"long keys", {1, 2}, 3, 1500, 64, 64, false, {1, 1, 1, 1500}},
+    {"interleaved heads, padding mask (BERT's export)", {2, 3}, 7, 9, 16, 8, true, {2, 1, 1, 9}, true, true},
+    {"interleaved heads, K by two Transposes (SDPA's export)", {1, 4}, 5, 11, 8, 12, false, {}, false, true},
+    {"interleaved rank 3 (ViT's export)", {6}, 17, 33, 24, 40, false, {}, true, true},
 };
 
 TEST(AttentionAgreement, ShapesMasksAndPrecisions) {

@@ -103,6 +103,8 @@ TEST_F(EmbeddingInt8, HeldOutEmbeddingsStayCloseToFp32WithEveryCalibrator) {
     config.allowTF32 = false;
     if (const char* backend = std::getenv("KILN_TEST_BACKEND"))
       if (auto kind = parseBackendKind(backend)) config.backend = *kind;
+    if (config.backend == BackendKind::kCuda)
+      GTEST_SKIP() << "SKIPPED: the CUDA backend has no INT8 kernels yet (its INT8 builds stay float, as the report says)";
     config.calibration.dataPath = dir_.string();
     config.calibration.calibrator = calibrator;
     config.profiles = {profile};

@@ -67,7 +67,7 @@ void checkOnSpeech(const std::string& file, const std::vector<float>& speech, bo
          "then weigh only the rounding of tiny probabilities: choose a sentence that it reacts to";
   const std::vector<int64_t> dims = {int64_t(actual.size())};
   EXPECT_TRUE(matchesReference({{output, tensorOf(dims, actual)}}, {{output, tensorOf(dims, expected)}},
-                               fp16 ? kFp16Tolerance : kFp32Tolerance));
+                               fp16 ? kFp16Tolerance : kFp32ProbabilityTolerance));
   EXPECT_TRUE(isNonTrivial(actual, "probabilities over the utterance"));
 }
 

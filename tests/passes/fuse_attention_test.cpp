@@ -96,6 +96,58 @@ TEST(FuseAttention, PyTorchSdpaExportScalesBothOperands) {
   expectSameOutputs(run);
 }
 
+// Heads as exporters lay them out: Q, K, V made [B, L, H, D] and transposed to [B, H, L, D] (K to
+// [B, H, D, L] in one Transpose, or by two), the output transposed back. The Transposes go into
+// the layer as *_interleaved attributes; a Transpose something else reads stays.
+ModelBuilder interleavedAttention(bool kByTwoTransposes, bool qTransposeReadElsewhere) {
+  ModelBuilder mb;
+  mb.input("q", F, {2, 5, 3, 8}).input("k", F, {2, 5, 3, 8}).input("v", F, {2, 5, 3, 8});
+  ModelBuilder::setInts(mb.node("Transpose", {"q"}, {"qh"}, "q_heads"), "perm", {0, 2, 1, 3});
+  ModelBuilder::setInts(mb.node("Transpose", {"v"}, {"vh"}, "v_heads"), "perm", {0, 2, 1, 3});
+  if (kByTwoTransposes) {
+    ModelBuilder::setInts(mb.node("Transpose", {"k"}, {"kh"}, "k_heads"), "perm", {0, 2, 1, 3});
+    ModelBuilder::setInts(mb.node("Transpose", {"kh"}, {"kt"}, "k_transpose"), "perm", {0, 1, 3, 2});
+  } else {
+    ModelBuilder::setInts(mb.node("Transpose", {"k"}, {"kt"}, "k_heads_transposed"), "perm", {0, 2, 3, 1});
+  }
+  mb.node("MatMul", {"qh", "kt"}, {"scores"}, "qk");
+  setScalar(mb, "d", std::sqrt(8.0f));
+  mb.node("Div", {"scores", "d"}, {"scaled"}, "scale");
+  ModelBuilder::setInt(mb.node("Softmax", {"scaled"}, {"p"}, "softmax"), "axis", -1);
+  mb.node("MatMul", {"p", "vh"}, {"yh"}, "pv");
+  ModelBuilder::setInts(mb.node("Transpose", {"yh"}, {"y"}, "y_interleave"), "perm", {0, 2, 1, 3});
+  mb.output("y");
+  if (qTransposeReadElsewhere) mb.output("qh");
+  return mb;
+}
+
+TEST(FuseAttention, InterleavedHeadsAreReadInPlace) {
+  for (bool kByTwo : {false, true}) {
+    SCOPED_TRACE(kByTwo ? "K by two Transposes" : "K in one Transpose");
+    auto run = optimize(interleavedAttention(kByTwo, false), createFuseAttentionPass());
+    EXPECT_EQ(opCounts(*run.optimized), (std::map<std::string, int>{{"kiln.Attention", 1}}));
+    const Layer& attention = onlyLayer(*run.optimized, "kiln.Attention");
+    EXPECT_EQ(attention.inputs, (std::vector<std::string>{"q", "k", "v"}));
+    EXPECT_EQ(attention.outputs, std::vector<std::string>{"y"});
+    EXPECT_EQ(attention.name, "pv");
+    EXPECT_EQ(attention.attrInt("k_transposed"), 0);
+    for (const char* attribute : {"q_interleaved", "k_interleaved", "v_interleaved", "out_interleaved"})
+      EXPECT_EQ(attention.attrInt(attribute, 0), 1) << attribute;
+    EXPECT_EQ(run.optimized->tensor("y").shape.toString(), "[2,5,3,8]");
+    expectSameOutputs(run);
+  }
+}
+
+TEST(FuseAttention, InterleavingTransposeReadElsewhereStays) {
+  auto run = optimize(interleavedAttention(false, true), createFuseAttentionPass());
+  EXPECT_EQ(opCounts(*run.optimized), (std::map<std::string, int>{{"kiln.Attention", 1}, {"Transpose", 1}}));
+  const Layer& attention = onlyLayer(*run.optimized, "kiln.Attention");
+  EXPECT_EQ(attention.inputs[0], "qh");
+  EXPECT_EQ(attention.attrInt("q_interleaved", 0), 0);
+  EXPECT_EQ(attention.attrInt("k_interleaved", 0), 1);
+  expectSameOutputs(run);
+}
+
 TEST(FuseAttention, SoftmaxOverAnotherAxisIsNotAttention) {
   auto run = optimize(attentionModel({true, true, true}, 2), createFuseAttentionPass());
   EXPECT_EQ(countOf(*run.optimized, "kiln.Attention"), 0);

@@ -28,6 +28,20 @@ TEST(RemoveNoops, IdentityDropoutCastTransposeAndSameShapeReshape) {
   expectSameOutputs(run);
 }
 
+// GPT-2's export concatenates each layer's keys and values onto an empty cache: a Concat of one input.
+TEST(RemoveNoops, ConcatOfOneInputGoesAndOfTwoStays) {
+  ModelBuilder mb;
+  mb.input("x", F, {2, 3});
+  ModelBuilder::setInt(mb.node("Concat", {"x"}, {"c"}, "cache"), "axis", 1);
+  mb.node("Relu", {"c"}, {"r"}, "relu");
+  ModelBuilder::setInt(mb.node("Concat", {"r", "x"}, {"y"}, "joined"), "axis", 1);
+  mb.output("y");
+  auto run = optimize(mb, createRemoveNoopsPass());
+  EXPECT_EQ(opCounts(*run.optimized), (std::map<std::string, int>{{"Concat", 1}, {"Relu", 1}}));
+  EXPECT_EQ(onlyLayer(*run.optimized, "Relu").inputs[0], "x");
+  expectSameOutputs(run);
+}
+
 TEST(RemoveNoops, UnsqueezeSqueezePairCancels) {
   ModelBuilder mb;
   mb.input("x", F, {3, 4});

@@ -20,6 +20,9 @@
 //   [..., Lk, D] when k_transposed = 0, or already transposed [..., D, Lk] when k_transposed = 1
 //   (the model's MatMul read it that way). Q, K and V have the same leading (batch) dims; the mask
 //   broadcasts to [..., Lq, Lk] and is present iff has_mask = 1. scale (float, default 1).
+//   q_interleaved, k_interleaved, v_interleaved, out_interleaved (int, default 0): that tensor is
+//   stored with its row dim and last batch dim swapped ([B, L, H, D] for the [B, H, L, D] above;
+//   rank 3 or more), as exporters lay heads out; the dims above are the swapped-back ones.
 #include "fused.h"
 
 #include "op_families.h"
@@ -83,8 +86,13 @@ void inferPointwise(InferenceContext& ctx) {
 }
 
 void inferAttention(InferenceContext& ctx) {
-  const Shape& q = ctx.inputShape(0);
-  const Shape& v = ctx.inputShape(2);
+  auto computed = [&](size_t i) {  // the dims the attention computes on
+    const Shape& stored = ctx.inputShape(i);
+    if (!fused::attentionInterleaved(ctx.layer(), i) || !stored.hasRank()) return stored;
+    if (stored.rank() < 3) ctx.fail("input " + std::to_string(i) + " is interleaved, so it needs rank 3 or more, got " + stored.toString());
+    return Shape(fused::swapRowsAndHeads(stored.dims()));
+  };
+  const Shape q = computed(0), v = computed(2);
   for (size_t i = 0; i < 3; ++i) {
     if (ctx.inputType(i) != DataType::kFloat32) ctx.fail("input " + std::to_string(i) + " must be float32");
     if (ctx.inputShape(i).hasRank() && ctx.inputShape(i).rank() < 2)
@@ -95,6 +103,10 @@ void inferAttention(InferenceContext& ctx) {
   if (!q.hasRank() || !v.hasRank()) return ctx.setOutput(0, DataType::kFloat32, Shape::unknownRank());
   std::vector<Dim> dims(q.dims().begin(), q.dims().end() - 1);
   dims.push_back(v[v.rank() - 1]);
+  if (fused::attentionInterleaved(ctx.layer(), fused::kAttentionOutput)) {
+    if (dims.size() < 3) ctx.fail("the output is interleaved, so it needs rank 3 or more");
+    dims = fused::swapRowsAndHeads(std::move(dims));
+  }
   ctx.setOutput(0, DataType::kFloat32, Shape(std::move(dims)));
 }
 

@@ -3,6 +3,8 @@
 // The semantics of each fused op are documented at the top of ops/fused.cpp.
 #include <kiln/network.h>
 
+#include <utility>
+
 namespace kiln::fused {
 
 inline constexpr const char* kDomain = "kiln";
@@ -27,6 +29,26 @@ inline Layer baseLayer(const Layer& fused) {
   for (const char* key : {kBase, kActivation, kActivationAlpha, kActivationBeta, kResidualBeforeActivation})
     base.attributes.erase(key);
   return base;
+}
+
+// kiln.Attention's tensors stored with their rows and their last batch dim swapped, [..., L, H, D]
+// for the [..., H, L, D] the attention computes on: how exporters lay out heads around attention,
+// so FuseAttention absorbs the Transposes between. One int attribute per tensor, default 0.
+inline constexpr const char* kAttentionInterleaved[4] = {"q_interleaved", "k_interleaved", "v_interleaved",
+                                                         "out_interleaved"};
+inline constexpr size_t kAttentionOutput = 3;  // kAttentionInterleaved's index for the output
+
+// Whether tensor `which` (0 Q, 1 K, 2 V, kAttentionOutput) is stored interleaved.
+inline bool attentionInterleaved(const Layer& attention, size_t which) {
+  return attention.attrInt(kAttentionInterleaved[which], 0) != 0;
+}
+
+// The dims with the row dim (rank - 2) and the last batch dim (rank - 3) swapped: interleaved to
+// computed and back. Dims of rank below 3 come back as they are.
+template <class Dims>
+Dims swapRowsAndHeads(Dims dims) {
+  if (dims.size() >= 3) std::swap(dims[dims.size() - 3], dims[dims.size() - 2]);
+  return dims;
 }
 
 }  // namespace kiln::fused

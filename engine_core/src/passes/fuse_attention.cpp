@@ -3,11 +3,15 @@
 // or with Q and Kt each scaled by a constant before the product, and p guarded by
 // Where(IsNaN(p), 0, p) (PyTorch's SDPA export).
 // -> one kiln.Attention, which never materialises the scores of more than one batch-head at a time.
-// A Transpose swapping K's last two dims in front of the first MatMul is absorbed (k_transposed = 0).
+// A Transpose swapping K's last two dims in front of the first MatMul is absorbed (k_transposed = 0),
+// and so are the Transposes that move heads between [B, L, H, D] and [B, H, L, D] around Q, K, V
+// and the output (the *_interleaved attributes): the fused kernels read and write those layouts
+// through strides, so the copies go.
 #include "../ops/fused.h"
 #include "graph_utils.h"
 #include "passes.h"
 
+#include <algorithm>
 #include <tuple>
 
 namespace kiln {
@@ -20,6 +24,8 @@ struct AttentionMatch {
   std::string q, k, v, mask, output;
   float scale = 1.0f;
   bool kTransposed = true;
+  size_t qReader = 0, kReader = 0, vReader = 0;  // the matched layers that read q, k and v
+  bool interleaved[4] = {};                       // Q, K, V, output: see fused::kAttentionInterleaved
 };
 
 const Tensor* float32Tensor(const Network& network, const std::string& name) {
@@ -86,7 +92,7 @@ bool matchScores(const Network& network, const GraphIndex& index, size_t softmax
   m.layers.push_back(qkAt);
   m.q = qk.inputs[0];
   m.k = qk.inputs[1];
-  size_t kReader = qkAt;  // the layer reading K: the MatMul, or K's scaling
+  m.qReader = m.kReader = qkAt;  // the layers reading Q and K: the MatMul, or their scaling
   // PyTorch's exported scaled_dot_product_attention scales Q and Kᵀ by √scale each before the product.
   for (std::string* operand : {&m.q, &m.k}) {
     const Layer* mul = index.producerOfType(*operand, "Mul");
@@ -95,16 +101,61 @@ bool matchScores(const Network& network, const GraphIndex& index, size_t softmax
     if (constantAt < 0) continue;
     m.scale *= float(*scalarConstant(network, mul->inputs[size_t(constantAt)]));
     m.layers.push_back(index.indexOf(*mul));
-    if (operand == &m.k) kReader = index.indexOf(*mul);
+    (operand == &m.k ? m.kReader : m.qReader) = index.indexOf(*mul);
     *operand = mul->inputs[size_t(1 - constantAt)];
   }
   if (const Layer* transpose = index.producerOfType(m.k, "Transpose");
-      transpose && index.onlyConsumerIs(m.k, kReader) && swapsLastTwo(transpose->attrInts("perm"))) {
+      transpose && index.onlyConsumerIs(m.k, m.kReader) && swapsLastTwo(transpose->attrInts("perm"))) {
     m.layers.push_back(index.indexOf(*transpose));
+    m.kReader = index.indexOf(*transpose);
     m.k = transpose->inputs[0];
     m.kTransposed = false;
   }
   return true;
+}
+
+// Whether `perm` swaps dims rank-3 and rank-2 (rows and the last batch dim) and keeps the others.
+bool swapsRowsAndHeads(const std::vector<int64_t>& perm) {
+  const size_t n = perm.size();
+  if (n < 3) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (perm[i] != int64_t(i == n - 3 ? n - 2 : i == n - 2 ? n - 3 : i)) return false;
+  return true;
+}
+
+// Whether `perm` makes [..., L, H, D] into [..., H, D, L]: K interleaved, read transposed.
+bool interleavedToTransposed(const std::vector<int64_t>& perm) {
+  const size_t n = perm.size();
+  if (n < 3) return false;
+  for (size_t i = 0; i + 3 < n; ++i)
+    if (perm[i] != int64_t(i)) return false;
+  return perm[n - 3] == int64_t(n - 2) && perm[n - 2] == int64_t(n - 1) && perm[n - 1] == int64_t(n - 3);
+}
+
+// Takes in the Transposes that only re-lay heads: in front of Q, K and V, and after the output.
+void absorbInterleaving(const GraphIndex& index, AttentionMatch& m) {
+  auto peel = [&](std::string& operand, size_t reader, size_t which) {
+    const Layer* transpose = index.producerOfType(operand, "Transpose");
+    if (!transpose || !index.onlyConsumerIs(operand, reader)) return;
+    const std::vector<int64_t> perm = transpose->attrInts("perm");
+    const bool andTransposed = which == 1 && m.kTransposed && interleavedToTransposed(perm);
+    if (!swapsRowsAndHeads(perm) && !andTransposed) return;
+    m.layers.push_back(index.indexOf(*transpose));
+    operand = transpose->inputs[0];
+    m.interleaved[which] = true;
+    if (andTransposed) m.kTransposed = false;
+  };
+  peel(m.q, m.qReader, 0);
+  peel(m.k, m.kReader, 1);
+  peel(m.v, m.vReader, 2);
+  if (index.isGraphOutput(m.output)) return;
+  const auto reader = index.soleConsumer(m.output);
+  if (!reader || !isOp(index.layer(*reader), "Transpose") || !index.layer(*reader).hasOutput(0) ||
+      !swapsRowsAndHeads(index.layer(*reader).attrInts("perm")))
+    return;
+  m.layers.push_back(*reader);
+  m.output = index.layer(*reader).outputs[0];
+  m.interleaved[fused::kAttentionOutput] = true;
 }
 
 // Q, K and V of one rank with the same determined batch dims, and a mask no bigger than the scores.
@@ -113,8 +164,11 @@ bool shapesFit(const Network& network, const AttentionMatch& m) {
   if (!q || !k || !v) return false;
   size_t rank = q->shape.rank();
   if (rank < 2 || k->shape.rank() != rank || v->shape.rank() != rank) return false;
-  auto batch = [&](const Shape& s) { return Shape(std::vector<Dim>(s.dims().begin(), s.dims().end() - 2)); };
-  if (!sameDeterminedShape(batch(q->shape), batch(k->shape)) || !sameDeterminedShape(batch(q->shape), batch(v->shape)))
+  auto batch = [&](const Tensor& t, size_t which) {  // the batch dims attention computes on
+    std::vector<Dim> dims = m.interleaved[which] ? fused::swapRowsAndHeads(t.shape.dims()) : t.shape.dims();
+    return Shape(std::vector<Dim>(dims.begin(), dims.end() - 2));
+  };
+  if (!sameDeterminedShape(batch(*q, 0), batch(*k, 1)) || !sameDeterminedShape(batch(*q, 0), batch(*v, 2)))
     return false;
   if (m.mask.empty()) return true;
   const Tensor* mask = float32Tensor(network, m.mask);
@@ -152,8 +206,11 @@ std::optional<AttentionMatch> matchAttention(const Network& network, const Graph
   m.layers.insert(m.layers.end(), guard.begin(), guard.end());
   m.layers.push_back(softmax);
   m.v = index.layer(*pv).inputs[1];
+  m.vReader = *pv;
   m.output = index.layer(*pv).outputs[0];
-  if (!matchScores(network, index, softmax, m) || !shapesFit(network, m)) return std::nullopt;
+  if (!matchScores(network, index, softmax, m)) return std::nullopt;
+  absorbInterleaving(index, m);
+  if (!shapesFit(network, m)) return std::nullopt;
   return m;
 }
 
@@ -177,11 +234,14 @@ class FuseAttentionPass final : public Pass {
       attention.attributes["scale"] = m->scale;
       attention.attributes["has_mask"] = int64_t(m->mask.empty() ? 0 : 1);
       attention.attributes["k_transposed"] = int64_t(m->kTransposed ? 1 : 0);
+      for (size_t t = 0; t < 4; ++t)
+        if (m->interleaved[t]) attention.attributes[fused::kAttentionInterleaved[t]] = int64_t(1);
       attention.inputs = {m->q, m->k, m->v};
       if (!m->mask.empty()) attention.inputs.push_back(m->mask);
       attention.outputs = {m->output};
       if (!context.supports(attention)) continue;
-      std::vector<size_t> inOrder(m->layers.rbegin(), m->layers.rend());
+      std::vector<size_t> inOrder = m->layers;
+      std::sort(inOrder.begin(), inOrder.end());
       context.note("fused " + describeLayers(network, inOrder) + " into kiln.Attention");
       rewriter.replace(inOrder, std::move(attention));
     }

@@ -48,9 +48,13 @@ PassManager PassManager::standard(int optimizationLevel) {
   if (optimizationLevel >= 2) {
     manager.add(createFoldBatchNormPass());
     manager.add(createFuseConvEpiloguePass());
+    manager.add(createUnflattenGemmPass());
     manager.add(createFuseMatMulEpiloguePass());
   }
-  if (optimizationLevel >= 3) manager.add(createFusePointwisePass());
+  if (optimizationLevel >= 3) {
+    manager.add(createMergeSiblingMatMulsPass());
+    manager.add(createFusePointwisePass());
+  }
   if (optimizationLevel >= 2) manager.add(createEliminateDeadCodePass());
   return manager;
 }

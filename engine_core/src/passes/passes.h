@@ -19,8 +19,12 @@ std::unique_ptr<Pass> createRemoveNoopsPass();
 std::unique_ptr<Pass> createFoldBatchNormPass();
 // Conv/ConvTranspose + bias + activation + residual Add -> kiln.FusedConv.
 std::unique_ptr<Pass> createFuseConvEpiloguePass();
+// Reshape -> Gemm -> Reshape around a linear layer on an N-D activation -> MatMul + Add on it.
+std::unique_ptr<Pass> createUnflattenGemmPass();
 // Gemm/MatMul + bias + activation + residual Add -> kiln.FusedMatMul.
 std::unique_ptr<Pass> createFuseMatMulEpiloguePass();
+// Sibling MatMuls on one activation with constant weights -> one wide kiln.FusedMatMul + Split.
+std::unique_ptr<Pass> createMergeSiblingMatMulsPass();
 // Trees of single-consumer elementwise ops -> kiln.Pointwise.
 std::unique_ptr<Pass> createFusePointwisePass();
 // Decomposed LayerNorm (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add) -> LayerNormalization.

@@ -1,7 +1,7 @@
 // Removes layers that pass their input through unchanged: Identity, Dropout at inference, Cast to
 // the type it already has, Reshape/Expand/Squeeze/Unsqueeze/Flatten to the shape it already has,
-// reshaping pairs that cancel (Unsqueeze then Squeeze of the same axes), identity Transposes.
-// Readers of the output read the input instead; when the output is a graph output (whose name is
+// reshaping pairs that cancel (Unsqueeze then Squeeze of the same axes), identity Transposes, a
+// Concat of one input (what a transformer's empty key/value cache leaves). Readers of the output read the input instead; when the output is a graph output (whose name is
 // part of the model's interface) the input's producer writes that name directly.
 #include "graph_utils.h"
 #include "passes.h"
@@ -42,6 +42,7 @@ bool passesInputThrough(const Network& network, const GraphIndex& index, const L
   if (passes::isOp(layer, "Cast") || passes::isOp(layer, "CastLike")) return in->dtype == out->dtype;
   if (isReshaping(layer) || passes::isOp(layer, "Expand"))
     return in->dtype == out->dtype && passes::sameDeterminedShape(in->shape, out->shape);
+  if (passes::isOp(layer, "Concat")) return layer.inputs.size() == 1 && in->dtype == out->dtype;
   if (passes::isOp(layer, "Transpose")) {
     auto perm = layer.attrInts("perm");
     if (perm.empty()) return in->shape.hasRank() && in->shape.rank() <= 1;  // default perm reverses

@@ -48,6 +48,8 @@ TransposeTiles nhwcToNchwTiles(int64_t n, int64_t c, int64_t spatial, int64_t pa
 cudaError_t nchwToNhwc(const void* src, void* dst, int64_t n, int64_t c, int64_t h, int64_t w, ElementType type,
                        cudaStream_t stream, int64_t paddedChannels) {
   if (!validChannels(n, c, h, w, paddedChannels)) return cudaErrorInvalidValue;
+  if (nchwToNhwcTakesPixelVectors(c, paddedChannels, type) && reinterpret_cast<uintptr_t>(dst) % 16 == 0)
+    return nchwToPixelVectors(src, dst, n, c, h * w, type, stream);
   return launchTransposeTiles(src, dst, nchwToNhwcTiles(n, c, h * w, paddedChannels), int(elementBytes(type)), stream);
 }
 

@@ -21,6 +21,12 @@ constexpr int64_t paddedChannelCount(int64_t channels, int64_t multiple = 8) {
 // paddedChannels 0 means c (plain NHWC); otherwise it must be >= c.
 cudaError_t nchwToNhwc(const void* src, void* dst, int64_t n, int64_t c, int64_t h, int64_t w, ElementType type,
                        cudaStream_t stream, int64_t paddedChannels = 0);
+// The one-pixel-a-thread path nchwToNhwc takes where a pixel's padded channels are 16 bytes (up to
+// 8 fp16 / bf16 or 4 fp32 channels) and dst is 16-byte aligned.
+bool nchwToNhwcTakesPixelVectors(int64_t c, int64_t paddedChannels, ElementType type);
+cudaError_t nchwToPixelVectors(const void* src, void* dst, int64_t n, int64_t c, int64_t spatial, ElementType type,
+                               cudaStream_t stream);
+
 // src [n, h, w, paddedChannels] -> dst [n, c, h, w], dropping the padding channels.
 cudaError_t nhwcToNchw(const void* src, void* dst, int64_t n, int64_t c, int64_t h, int64_t w, ElementType type,
                        cudaStream_t stream, int64_t paddedChannels = 0);

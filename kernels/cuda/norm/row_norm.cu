@@ -1,7 +1,9 @@
 // Row normalisation (LayerNormalization, InstanceNormalization, GroupNormalization): a group of
 // lanes per row (rows of up to 256 elements share a block, longer rows take one each), two-pass
 // statistics in the compute type, the CPU's RowAffine for the scale and bias, and an optional
-// residual added (and written out) first.
+// residual added (and written out) first. LayerNormalization rows of float types up to 2048
+// elements take a faster path: a warp per row held in registers (one read of x, 16-byte accesses,
+// shuffles instead of shared memory), the same two-pass arithmetic.
 #include "norm.h"
 
 #include "kernels/cuda/common/device_types.cuh"
@@ -88,6 +90,134 @@ __global__ void __launch_bounds__(kThreads) normalizeRowsKernel(const T* x, cons
   }
 }
 
+
+// The register path: a warp per row, kVectors 16-byte vectors per lane. Rows must be whole
+// vectors long and every pointer 16-byte aligned (launchNormalizeRows checks).
+constexpr int kWarpRowMaxVectors = 8;
+constexpr int kWarpRowThreads = 128;
+
+template <class T>
+constexpr int kLanesPerVector = 16 / int(sizeof(T));
+
+template <class T, int kVectors>
+__global__ void __launch_bounds__(kWarpRowThreads) normalizeRowsInRegistersKernel(
+    const T* x, const T* residual, T* sumOut, T* y,  // sumOut and y may alias x or residual
+    const float* __restrict__ scale, const float* __restrict__ bias, float* rowMean, float* rowInvStdDev,
+    int64_t rows, int rowVectors, float epsilon) {
+  constexpr int kWidth = kLanesPerVector<T>;
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = int(threadIdx.x % 32);
+  if (row >= rows) return;  // whole warps leave together: the shuffles below see all 32 lanes
+  const int64_t rowStart = row * int64_t(rowVectors) * kWidth;
+  const uint4* xv = reinterpret_cast<const uint4*>(x + rowStart);
+  float v[kVectors][kWidth];
+  // Statistics in double, as the CPU kernel takes them: the loads, not the arithmetic, bound this
+  // kernel, and a row's sum in float drifts by its length's rounding errors.
+  double sum = 0.0;
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int at = lane + i * 32;
+    if (at >= rowVectors) continue;
+    uint4 packed = xv[at];
+    const T* e = reinterpret_cast<const T*>(&packed);
+    if (residual) {
+      uint4 other = reinterpret_cast<const uint4*>(residual + rowStart)[at];
+      const T* r = reinterpret_cast<const T*>(&other);
+      uint4 rounded;
+      T* out = reinterpret_cast<T*>(&rounded);
+#pragma unroll
+      for (int k = 0; k < kWidth; ++k) {
+        out[k] = fromCompute<T>(float(toCompute(e[k])) + float(toCompute(r[k])));  // rounded as Add rounds
+        v[i][k] = float(toCompute(out[k]));
+      }
+      if (sumOut) reinterpret_cast<uint4*>(sumOut + rowStart)[at] = rounded;
+    } else {
+#pragma unroll
+      for (int k = 0; k < kWidth; ++k) v[i][k] = float(toCompute(e[k]));
+    }
+#pragma unroll
+    for (int k = 0; k < kWidth; ++k) sum += double(v[i][k]);
+  }
+  const double n = double(rowVectors) * kWidth;
+  const double mean = warpFold(sum, SumFn{}) / n;
+  double squares = 0.0;
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    if (lane + i * 32 >= rowVectors) continue;
+#pragma unroll
+    for (int k = 0; k < kWidth; ++k) {
+      const double d = double(v[i][k]) - mean;
+      squares += d * d;
+    }
+  }
+  const double invStd = 1.0 / sqrt(warpFold(squares, SumFn{}) / n + double(epsilon));
+  const float meanF = float(mean), invStdF = float(invStd);
+  if (lane == 0 && rowMean) rowMean[row] = meanF;
+  if (lane == 0 && rowInvStdDev) rowInvStdDev[row] = invStdF;
+  uint4* yv = reinterpret_cast<uint4*>(y + rowStart);
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int at = lane + i * 32;
+    if (at >= rowVectors) continue;
+    uint4 packed;
+    T* out = reinterpret_cast<T*>(&packed);
+#pragma unroll
+    for (int k = 0; k < kWidth; k += 4) {
+      const float4 g = reinterpret_cast<const float4*>(scale)[(at * kWidth + k) / 4];
+      const float4 b = bias ? reinterpret_cast<const float4*>(bias)[(at * kWidth + k) / 4] : make_float4(0, 0, 0, 0);
+      const float gs[4] = {g.x, g.y, g.z, g.w}, bs[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const float normalised = (v[i][k + u] - meanF) * invStdF * gs[u];  // the CPU kernel's arithmetic
+        out[k + u] = fromCompute<T>(bias ? normalised + bs[u] : normalised);
+      }
+    }
+    yv[at] = packed;
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// Whether the register path takes this normalisation; its launch if so.
+template <class T>
+bool launchInRegisters(int64_t rows, int64_t rowSize, const T* x, const T* residual, T* sumOut,
+                       const kernels::RowAffine& affine, float epsilon, T* y, float* rowMean, float* rowInvStdDev,
+                       cudaStream_t stream) {
+  constexpr int kWidth = kLanesPerVector<T>;
+  if constexpr (sizeof(T) > 4) {
+    return false;
+  } else {
+    const bool layerNorm = affine.rowsPerCycle == 1 && affine.elementsPerChannel == 1 && affine.channelsPerRow == rowSize;
+    if (!layerNorm || rowSize == 0 || rowSize % kWidth != 0 || rowSize > int64_t(kWarpRowMaxVectors) * 32 * kWidth)
+      return false;
+    for (const void* p : {static_cast<const void*>(x), static_cast<const void*>(residual), static_cast<const void*>(sumOut),
+                          static_cast<const void*>(y), static_cast<const void*>(affine.scale),
+                          static_cast<const void*>(affine.bias)})
+      if (!aligned16(p)) return false;
+    const int rowVectors = int(rowSize / kWidth);
+    const int vectorsPerLane = (rowVectors + 31) / 32;
+    // Few rows: a warp a block spreads them over more multiprocessors.
+    const int threads = rows >= 4096 ? kWarpRowThreads : 32;
+    const int64_t blocks = (rows + threads / 32 - 1) / (threads / 32);
+    if (blocks > int64_t(INT32_MAX)) return false;
+    auto launch = [&](auto kernel) {
+      kernel<<<unsigned(blocks), threads, 0, stream>>>(x, residual, sumOut, y, affine.scale, affine.bias, rowMean,
+                                                       rowInvStdDev, rows, rowVectors, epsilon);
+    };
+    switch (vectorsPerLane) {
+      case 1: launch(normalizeRowsInRegistersKernel<T, 1>); break;
+      case 2: launch(normalizeRowsInRegistersKernel<T, 2>); break;
+      case 3: launch(normalizeRowsInRegistersKernel<T, 3>); break;
+      case 4: launch(normalizeRowsInRegistersKernel<T, 4>); break;
+      case 5: launch(normalizeRowsInRegistersKernel<T, 5>); break;
+      case 6: launch(normalizeRowsInRegistersKernel<T, 6>); break;
+      case 7: launch(normalizeRowsInRegistersKernel<T, 7>); break;
+      default: launch(normalizeRowsInRegistersKernel<T, 8>); break;
+    }
+    return true;
+  }
+}
+
 }  // namespace
 
 cudaError_t launchNormalizeRows(int64_t rows, int64_t rowSize, const void* x, const void* residual, void* sumOut,
@@ -103,6 +233,10 @@ cudaError_t launchNormalizeRows(int64_t rows, int64_t rowSize, const void* x, co
   return dispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
     if (rows == 0) return cudaSuccess;
+    if (launchInRegisters<T>(rows, rowSize, static_cast<const T*>(x), static_cast<const T*>(residual),
+                             static_cast<T*>(sumOut), affine, epsilon, static_cast<T*>(y), rowMean, rowInvStdDev,
+                             stream))
+      return launchStatus();
     const int lanes = int(powerOfTwoCeil(rowSize, kThreads));
     const int rowsPerBlock = int(powerOfTwoCeil(rows, kThreads / lanes));
     const unsigned blocks = unsigned(std::min<int64_t>((rows + rowsPerBlock - 1) / rowsPerBlock, 65535 * 8));

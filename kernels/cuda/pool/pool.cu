@@ -59,6 +59,25 @@ __device__ __forceinline__ int32_t tapsOn(int32_t o, int32_t stride, int32_t pad
   return count;
 }
 
+// Calls fn(pixel) for every tap of output (oh, ow) inside the image: pixel = ih * inW + iw.
+template <class Fn>
+__device__ __forceinline__ void forEachTap(const Pool2d& g, int32_t oh, int32_t ow, Fn&& fn) {
+  for (int32_t kh = 0; kh < g.kH; ++kh) {
+    const int32_t ih = oh * g.sH - g.padH + kh * g.dH;
+    if (ih < 0 || ih >= g.inH) continue;
+    for (int32_t kw = 0; kw < g.kW; ++kw) {
+      const int32_t iw = ow * g.sW - g.padW + kw * g.dW;
+      if (iw >= 0 && iw < g.inW) fn(int64_t(ih) * g.inW + iw);
+    }
+  }
+}
+
+// AveragePool's divisor at output (oh, ow): the taps in the image, or in the padded image.
+__device__ __forceinline__ int32_t averageTaps(const Pool2d& g, int32_t oh, int32_t ow) {
+  return tapsOn(oh, g.sH, g.padH, g.dH, g.kH, g.countPad ? -g.padH : 0, g.countPad ? g.inH + g.endH : g.inH) *
+         tapsOn(ow, g.sW, g.padW, g.dW, g.kW, g.countPad ? -g.padW : 0, g.countPad ? g.inW + g.endW : g.inW);
+}
+
 template <class T, bool kMax>
 __global__ void pool2dKernel(const T* __restrict__ x, T* __restrict__ y, uint32_t count,
                              const __grid_constant__ Pool2d g) {
@@ -78,30 +97,77 @@ __global__ void pool2dKernel(const T* __restrict__ x, T* __restrict__ y, uint32_
     const int64_t step = g.last ? g.channels : 1;
     PoolAcc<T> acc = kMax ? std::numeric_limits<PoolAcc<T>>::lowest() : PoolAcc<T>(0);
     bool any = false;
-    for (int32_t kh = 0; kh < g.kH; ++kh) {
-      const int32_t ih = oh * g.sH - g.padH + kh * g.dH;
-      if (ih < 0 || ih >= g.inH) continue;
-      for (int32_t kw = 0; kw < g.kW; ++kw) {
-        const int32_t iw = ow * g.sW - g.padW + kw * g.dW;
-        if (iw < 0 || iw >= g.inW) continue;
-        const PoolAcc<T> v = loadAcc(base + (int64_t(ih) * g.inW + iw) * step);
-        if (kMax) {
-          if (!any || v > acc) acc = v;
-        } else {
-          acc += v;
-        }
-        any = true;
+    forEachTap(g, oh, ow, [&](int64_t pixel) {
+      const PoolAcc<T> v = loadAcc(base + pixel * step);
+      if (kMax) {
+        if (!any || v > acc) acc = v;
+      } else {
+        acc += v;
       }
-    }
+      any = true;
+    });
     if (!kMax) {
-      const int32_t taps = tapsOn(oh, g.sH, g.padH, g.dH, g.kH, g.countPad ? -g.padH : 0, g.countPad ? g.inH + g.endH : g.inH) *
-                           tapsOn(ow, g.sW, g.padW, g.dW, g.kW, g.countPad ? -g.padW : 0, g.countPad ? g.inW + g.endW : g.inW);
+      const int32_t taps = averageTaps(g, oh, ow);
       acc = taps > 0 ? acc / PoolAcc<T>(taps) : PoolAcc<T>(0);
     }
     if constexpr (std::is_integral_v<T>)
       y[i] = any ? storeAcc<T>(acc) : std::numeric_limits<T>::lowest();
     else
       y[i] = storeAcc<T>(acc);
+  }
+}
+
+// Channels-last pools of 16-byte vectors: a thread takes the same 16 bytes of channels of one
+// output pixel at every tap (8 fp16 / bf16 channels, 16 int8), so each tap is one wide load; the
+// arithmetic per channel is pool2dKernel's.
+template <class T, bool kMax>
+__global__ void pool2dChannelsLastVectorKernel(const T* __restrict__ x, T* __restrict__ y, uint32_t count,
+                                               const __grid_constant__ Pool2d g, FastDivider byVectors,
+                                               int32_t vectors) {
+  constexpr int kWidth = 16 / int(sizeof(T));
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+    uint32_t rest = byVectors.divide(i);
+    const uint32_t vec = i - rest * uint32_t(vectors);
+    uint32_t q = g.byWidth.divide(rest);
+    const int32_t ow = int32_t(rest - q * uint32_t(g.outW));
+    rest = q;
+    q = g.byHeight.divide(rest);
+    const int32_t oh = int32_t(rest - q * uint32_t(g.outH));
+    const uint32_t n = q;
+    const uint4* base = reinterpret_cast<const uint4*>(x + int64_t(n) * g.inH * g.inW * g.channels) + vec;
+    PoolAcc<T> acc[kWidth];
+#pragma unroll
+    for (int e = 0; e < kWidth; ++e) acc[e] = kMax ? std::numeric_limits<PoolAcc<T>>::lowest() : PoolAcc<T>(0);
+    bool any = false;
+    forEachTap(g, oh, ow, [&](int64_t pixel) {
+      const uint4 packed = base[pixel * vectors];
+      const T* v = reinterpret_cast<const T*>(&packed);
+#pragma unroll
+      for (int e = 0; e < kWidth; ++e) {
+        const PoolAcc<T> value = loadAcc(v + e);
+        if (kMax) {
+          if (!any || value > acc[e]) acc[e] = value;
+        } else {
+          acc[e] += value;
+        }
+      }
+      any = true;
+    });
+    if (!kMax) {
+      const int32_t taps = averageTaps(g, oh, ow);
+#pragma unroll
+      for (int e = 0; e < kWidth; ++e) acc[e] = taps > 0 ? acc[e] / PoolAcc<T>(taps) : PoolAcc<T>(0);
+    }
+    uint4 packed;
+    T* out = reinterpret_cast<T*>(&packed);
+#pragma unroll
+    for (int e = 0; e < kWidth; ++e) {
+      if constexpr (std::is_integral_v<T>)
+        out[e] = any ? storeAcc<T>(acc[e]) : std::numeric_limits<T>::lowest();
+      else
+        out[e] = storeAcc<T>(acc[e]);
+    }
+    reinterpret_cast<uint4*>(y)[i] = packed;
   }
 }
 
@@ -154,6 +220,21 @@ cudaError_t runPool(const void* x, void* y, int64_t* indices, const PoolParams& 
     const auto count = uint32_t(params.count());
     return dispatchPoolType(type, integers, [&](auto tag) {
       using T = decltype(tag);
+      constexpr int kWidth = 16 / int(sizeof(T));
+      const bool vectors = sizeof(T) <= 2 && g.last && params.channels % kWidth == 0 &&
+                           (reinterpret_cast<uintptr_t>(x) & 15u) == 0 && (reinterpret_cast<uintptr_t>(y) & 15u) == 0;
+      if (vectors) {
+        const int32_t perPixel = int32_t(params.channels / kWidth);
+        const uint32_t units = count / uint32_t(kWidth);
+        const FastDivider byVectors{uint32_t(perPixel)};
+        if (params.kind == PoolKind::kMax)
+          pool2dChannelsLastVectorKernel<T, true><<<gridFor(units), kThreadsPerBlock, 0, stream>>>(
+              static_cast<const T*>(x), static_cast<T*>(y), units, g, byVectors, perPixel);
+        else
+          pool2dChannelsLastVectorKernel<T, false><<<gridFor(units), kThreadsPerBlock, 0, stream>>>(
+              static_cast<const T*>(x), static_cast<T*>(y), units, g, byVectors, perPixel);
+        return launchStatus();
+      }
       if (params.kind == PoolKind::kMax)
         pool2dKernel<T, true><<<gridFor(count), kThreadsPerBlock, 0, stream>>>(static_cast<const T*>(x),
                                                                                static_cast<T*>(y), count, g);

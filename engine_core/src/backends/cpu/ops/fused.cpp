@@ -4,6 +4,7 @@
 // Pointwise runs its body; Attention has its own kernel (kernels/cpu/attention).
 #include <kernels/cpu/attention/attention.h>
 #include <kernels/cpu/fused/epilogue.h>
+#include <kernels/cpu/layout/strided_copy.h>
 
 #include "../../../ops/fused.h"
 #include "../../../ops/op_families.h"
@@ -158,10 +159,35 @@ std::vector<int64_t> maskSliceOffsets(const KernelContext& ctx, const std::vecto
   return offsets;
 }
 
+// A dense copy of a float32 tensor with its row dim and last batch dim swapped (kiln.Attention's
+// interleaved layout to the computed one, or back: the swap is its own inverse).
+// The strided copy moves elements by their size, so float32 goes as 32-bit words.
+void copyFloatsStrided(const float* src, float* dst, const std::vector<int64_t>& dims,
+                       const std::vector<int64_t>& srcStrides) {
+  kernels::copyStrided(reinterpret_cast<const uint32_t*>(src), reinterpret_cast<uint32_t*>(dst), dims, srcStrides);
+}
+
+HostTensor swappedRowsAndHeads(const float* data, const std::vector<int64_t>& dims) {
+  HostTensor swapped(DataType::kFloat32, fused::swapRowsAndHeads(dims));
+  copyFloatsStrided(data, swapped.data<float>(), swapped.dims(), fused::swapRowsAndHeads(kernels::denseStrides(dims)));
+  return swapped;
+}
+
 void attention(KernelContext& ctx) {
-  const HostTensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
-  if (q.dtype() != DataType::kFloat32 || k.dtype() != DataType::kFloat32 || v.dtype() != DataType::kFloat32)
+  const HostTensor &storedQ = ctx.input(0), &storedK = ctx.input(1), &storedV = ctx.input(2);
+  if (storedQ.dtype() != DataType::kFloat32 || storedK.dtype() != DataType::kFloat32 ||
+      storedV.dtype() != DataType::kFloat32)
     ctx.fail("Q, K and V must be float32");
+  // Interleaved inputs are re-laid out into the computed layout first (the fused GPU kernels read
+  // them in place through strides; here a copy keeps one kernel for both).
+  HostTensor relaid[3];
+  auto computed = [&](size_t i, const HostTensor& stored) -> const HostTensor& {
+    if (!fused::attentionInterleaved(ctx.layer(), i)) return stored;
+    if (stored.rank() < 3) ctx.fail("input " + std::to_string(i) + " is interleaved but has rank " + std::to_string(stored.rank()));
+    relaid[i] = swappedRowsAndHeads(stored.data<float>(), stored.dims());
+    return relaid[i];
+  };
+  const HostTensor &q = computed(0, storedQ), &k = computed(1, storedK), &v = computed(2, storedV);
   const size_t rank = q.rank();
   if (rank < 2 || k.rank() != rank || v.rank() != rank)
     ctx.fail("Q, K and V must have the same rank (2 or more); got " + dimsToString(q.dims()) + ", " +
@@ -183,7 +209,10 @@ void attention(KernelContext& ctx) {
   p.batch = elementCount(std::vector<int64_t>(q.dims().begin(), q.dims().end() - 2));
   std::vector<int64_t> outDims(q.dims().begin(), q.dims().end() - 1);
   outDims.push_back(p.valueDim);
-  HostTensor& out = ctx.allocateOutput(0, DataType::kFloat32, outDims);
+  const bool outInterleaved = fused::attentionInterleaved(ctx.layer(), fused::kAttentionOutput);
+  if (outInterleaved && rank < 3) ctx.fail("the output is interleaved but has rank " + std::to_string(rank));
+  HostTensor& out = ctx.allocateOutput(0, DataType::kFloat32, outInterleaved ? fused::swapRowsAndHeads(outDims) : outDims);
+  HostTensor computedOut = outInterleaved ? HostTensor(DataType::kFloat32, outDims) : HostTensor();
   std::vector<int64_t> offsets;
   if (ctx.hasInput(3)) {
     const HostTensor& mask = ctx.input(3);
@@ -194,7 +223,11 @@ void attention(KernelContext& ctx) {
     p.mask = mask.data<float>();
     p.maskOffsets = offsets.data();
   }
-  kernels::attention(p, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>());
+  kernels::attention(p, q.data<float>(), k.data<float>(), v.data<float>(),
+                     outInterleaved ? computedOut.data<float>() : out.data<float>());
+  if (outInterleaved)
+    copyFloatsStrided(computedOut.data<float>(), out.data<float>(), out.dims(),
+                      fused::swapRowsAndHeads(kernels::denseStrides(outDims)));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "attention_plan.h"
 
+#include "../../../ops/fused.h"
+
 #include <kiln/error.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@ namespace kiln::cuda {
 namespace {
 
 constexpr uint64_t kAlignment = 256;
+const char* const kTensorNames[4] = {"Q", "K", "V", "output"};
 
 uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
@@ -21,10 +24,28 @@ std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dim
 
 }  // namespace
 
-AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::vector<int64_t>& q,
-                              const std::vector<int64_t>& kDims, const std::vector<int64_t>& v,
+std::vector<int64_t> rowsAndHeadsPermutation(size_t rank) {
+  std::vector<int64_t> perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[i] = int64_t(i);
+  return fused::swapRowsAndHeads(std::move(perm));
+}
+
+AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::vector<int64_t>& storedQ,
+                              const std::vector<int64_t>& storedK, const std::vector<int64_t>& storedV,
                               const std::vector<int64_t>* mask, uint64_t scoresBudget) {
   const bool kTransposed = layer.attrInt("k_transposed", 0) != 0;
+  AttentionPlan p;
+  const std::vector<int64_t>* stored[3] = {&storedQ, &storedK, &storedV};
+  std::vector<int64_t>* computed[3] = {&p.q, &p.k, &p.v};
+  for (size_t t = 0; t < 4; ++t) {
+    p.interleaved[t] = fused::attentionInterleaved(layer, t);
+    const size_t rank = t < 3 ? stored[t]->size() : storedQ.size();
+    if (p.interleaved[t] && rank < 3)
+      throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": its " + kTensorNames[t] +
+                                                   " is stored interleaved, which needs rank 3 or more");
+    if (t < 3) *computed[t] = p.interleaved[t] ? fused::swapRowsAndHeads(*stored[t]) : *stored[t];
+  }
+  const std::vector<int64_t>&q = p.q, &kDims = p.k, &v = p.v;
   const size_t rank = q.size();
   if (rank < 2 || kDims.size() != rank || v.size() != rank)
     throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q, K and V must have one rank, 2 or more; got " +
@@ -33,7 +54,6 @@ AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::v
     if (kDims[i] != q[i] || v[i] != q[i])
       throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q, K and V must have the same batch dims; got " +
                                                    dimsText(q) + ", " + dimsText(kDims) + ", " + dimsText(v));
-  AttentionPlan p;
   p.kTransposed = kTransposed;
   p.lq = q[rank - 2];
   p.d = q[rank - 1];
@@ -42,6 +62,9 @@ AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::v
   if ((kTransposed ? kDims[rank - 2] : kDims[rank - 1]) != p.d || v[rank - 2] != p.lk)
     throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": Q " + dimsText(q) + ", K " + dimsText(kDims) +
                                                  " and V " + dimsText(v) + " do not agree on the head and key dims");
+  p.out.assign(q.begin(), q.end() - 1);
+  p.out.push_back(p.dv);
+  p.storedOut = p.interleaved[fused::kAttentionOutput] ? fused::swapRowsAndHeads(p.out) : p.out;
   const int64_t batch = product(q, 0, rank - 2);
   p.empty = batch * p.lq * p.dv == 0;
   p.narrowProbabilities = storage != DataType::kFloat32;
@@ -93,8 +116,15 @@ AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::v
   p.probabilitiesAt = alignUp(scoreElements * 4);
   p.flagsAt = p.probabilitiesAt + (p.narrowProbabilities ? alignUp(scoreElements * byteSize(storage)) : 0);
   p.maskAt = p.flagsAt + (p.hasMask ? alignUp(scoreElements) : 0);
-  p.cublasAt = p.maskAt + (p.hasMask && storage != DataType::kFloat32 ? alignUp(uint64_t(p.maskElements) * 4) : 0);
+  uint64_t at = p.maskAt + (p.hasMask && storage != DataType::kFloat32 ? alignUp(uint64_t(p.maskElements) * 4) : 0);
   const uint64_t bytes = byteSize(storage);
+  const std::vector<int64_t>* relaid[4] = {&p.q, &p.k, &p.v, &p.out};
+  for (size_t t = 0; t < 4; ++t) {
+    if (!p.interleaved[t]) continue;
+    p.relaidAt[t] = at;
+    at += alignUp(uint64_t(product(*relaid[t], 0, relaid[t]->size())) * bytes);
+  }
+  p.cublasAt = at;
   for (int64_t c = 0; c < p.chunks; ++c)
     for (int64_t matrix : {p.lq * p.d, p.lk * p.d, p.lk * p.dv, p.lq * p.dv})
       p.offsetBits |= uint64_t(c * p.chunk * matrix) * bytes;

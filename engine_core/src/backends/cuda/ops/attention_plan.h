@@ -18,6 +18,10 @@ inline constexpr uint64_t kAttentionScoresBudget = uint64_t(256) << 20;
 
 // One set of input dims: the products per chunk, the chunks, and the workspace they use.
 struct AttentionPlan {
+  // The dims attention computes on (the stored dims with rows and heads swapped back where the
+  // layer's *_interleaved attribute says so), and the output's as computed and as stored.
+  std::vector<int64_t> q, k, v, out, storedOut;
+  bool interleaved[4] = {};  // Q, K, V, output (fused::kAttentionInterleaved)
   int64_t lq = 0, lk = 0, d = 0, dv = 0;
   bool kTransposed = false;  // K given as [..., D, Lk]
   int64_t chunk = 1;         // batch-heads per chunk: the product of the trailing batch dims from `split`
@@ -30,16 +34,23 @@ struct AttentionPlan {
   bool hasMask = false, narrowProbabilities = false, empty = false;
   int64_t maskElements = 0;
   // Workspace: scores (fp32), probabilities (storage type, when narrower), NaN flags (with a
-  // mask), the mask widened to fp32 (when stored narrower), then cuBLASLt's.
+  // mask), the mask widened to fp32 (when stored narrower), interleaved tensors re-laid out for
+  // the products (the two-product step's; the flash kernel reads them through strides), then
+  // cuBLASLt's.
   uint64_t scoresAt = 0, probabilitiesAt = 0, flagsAt = 0, maskAt = 0, cublasAt = 0;
+  uint64_t relaidAt[4] = {};
   uint64_t offsetBits = 0;  // every chunk's operand offsets in bytes, OR-ed (pointer alignment)
 };
 
-// The plan for Q, K, V (and the mask, when given) of these dims in `storage`; throws naming the
-// layer for dims that do not fit each other.
+// The plan for Q, K, V (and the mask, when given) stored with these dims in `storage`; throws
+// naming the layer for dims that do not fit each other.
 AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::vector<int64_t>& q,
                               const std::vector<int64_t>& k, const std::vector<int64_t>& v,
                               const std::vector<int64_t>* mask, uint64_t scoresBudget = kAttentionScoresBudget);
+
+// The permutation between a tensor's stored and computed dims when interleaved (rows and the last
+// batch dim swapped; its own inverse), for kernels::cuda::transpose.
+std::vector<int64_t> rowsAndHeadsPermutation(size_t rank);
 
 // fp32 math exactly unless the precision is TF32; fp16 / bf16 accumulate in fp32.
 cublasComputeType_t attentionComputeType(DataType storage, Precision precision);

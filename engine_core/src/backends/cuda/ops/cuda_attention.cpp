@@ -18,6 +18,7 @@
 #include <kernels/cuda/elementwise/binary.h>
 #include <kernels/cuda/elementwise/cast.h>
 #include <kernels/cuda/elementwise/unary.h>
+#include <kernels/cuda/layout/strided_copy.h>
 #include <kernels/cuda/softmax/softmax.h>
 
 #include <kiln/error.h>
@@ -92,17 +93,26 @@ class AttentionStep : public CudaStep {
     const uint64_t bytes = byteSize(storage_);
     if (p.lk == 0)  // softmax over no keys: nothing to sum, as the CPU's products give
       return check(cudaMemsetAsync(out.data, 0, uint64_t(out.elementCount()) * bytes, s), "zeroing its output");
-    const char *q = static_cast<const char*>(input(args, kAttentionQ)),
-               *kp = static_cast<const char*>(input(args, kAttentionK)),
-               *v = static_cast<const char*>(input(args, kAttentionV));
-    char* y = static_cast<char*>(out.data);
     if (args.workspaceBytes < p.cublasAt)
       throw Error(ErrorCode::kInternal, name_ + ": its workspace of " + std::to_string(args.workspaceBytes) +
                                             " bytes is smaller than the " + std::to_string(p.cublasAt) +
                                             " its scores need");
+    char* workspace = static_cast<char*>(args.workspace);
+    // Interleaved inputs are re-laid out for the strided-batched products; an interleaved output
+    // is computed in the workspace and re-laid out at the end.
+    const std::vector<int64_t> swap = rowsAndHeadsPermutation(p.q.size());
+    auto computedLayout = [&](size_t i) -> const char* {
+      const void* stored = input(args, i);
+      if (!p.interleaved[i]) return static_cast<const char*>(stored);
+      check(k::transpose(stored, workspace + p.relaidAt[i], args.inputs[i].dims, swap, elementType(out), s),
+            "re-laying out its interleaved inputs");
+      return workspace + p.relaidAt[i];
+    };
+    const char *q = computedLayout(kAttentionQ), *kp = computedLayout(kAttentionK), *v = computedLayout(kAttentionV);
+    const bool outInterleaved = p.interleaved[fused::kAttentionOutput];
+    char* y = outInterleaved ? workspace + p.relaidAt[fused::kAttentionOutput] : static_cast<char*>(out.data);
     const uint32_t alignment = commonAlignment({address(q), address(kp), address(v), address(y), p.offsetBits});
     Variant& variant = variantFor(entry, alignment, std::min(args.workspaceBytes - p.cublasAt, kCublasWorkspaceBytes));
-    char* workspace = static_cast<char*>(args.workspace);
     float* scores = reinterpret_cast<float*>(workspace + p.scoresAt);
     void* probabilities = p.narrowProbabilities ? workspace + p.probabilitiesAt : static_cast<void*>(scores);
     void* flags = workspace + p.flagsAt;
@@ -153,6 +163,8 @@ class AttentionStep : public CudaStep {
                           0.0f, y + uint64_t(head * p.lq * p.dv) * bytes, y + uint64_t(head * p.lq * p.dv) * bytes,
                           nullptr, cublasWorkspace, variant.valuesWorkspace, s, name_);
     }
+    if (outInterleaved)
+      check(k::transpose(y, out.data, p.out, swap, elementType(out), s), "re-laying out its interleaved output");
   }
 
  private:
@@ -168,11 +180,9 @@ class AttentionStep : public CudaStep {
     entry->plan =
         attentionPlanOf(layer_, storage_, args.inputs[kAttentionQ].dims, args.inputs[kAttentionK].dims,
                         args.inputs[kAttentionV].dims, hasMask_ ? &args.inputs[kAttentionMask].dims : nullptr);
-    std::vector<int64_t> expected(args.inputs[kAttentionQ].dims.begin(), args.inputs[kAttentionQ].dims.end() - 1);
-    expected.push_back(entry->plan.dv);
-    if (expected != args.outputs[0].dims)
-      throw Error(ErrorCode::kInternal,
-                  name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " + dimsToString(expected));
+    if (entry->plan.storedOut != args.outputs[0].dims)
+      throw Error(ErrorCode::kInternal, name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " +
+                                            dimsToString(entry->plan.storedOut));
     state.shapes.push_back(std::move(entry));
     return *state.shapes.back();
   }

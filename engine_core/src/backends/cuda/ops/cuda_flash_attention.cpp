@@ -27,10 +27,23 @@ bool hasMaskInput(const Layer& layer) {
          !layer.inputs[kAttentionMask].empty();
 }
 
-// The kernel's problem for dense Q, K, V and output of these dims.
-k::FlashAttentionProblem flashProblemOf(const AttentionPlan& plan, const std::vector<int64_t>& q, float scale) {
+// Element strides of a dense tensor stored with `stored` dims, in the order of the dims attention
+// computes on (rows and heads swapped back when interleaved).
+std::vector<int64_t> computedStrides(const std::vector<int64_t>& stored, bool interleaved) {
+  std::vector<int64_t> strides(stored.size());
+  int64_t stride = 1;
+  for (size_t i = stored.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= stored[i];
+  }
+  return interleaved ? fused::swapRowsAndHeads(std::move(strides)) : strides;
+}
+
+// The kernel's problem for dense Q, K, V and output stored as the plan says: interleaved tensors
+// are read and written in place through their strides.
+k::FlashAttentionProblem flashProblemOf(const AttentionPlan& plan, const LayerShapes& storedInputs, float scale) {
   k::FlashAttentionProblem p;
-  const size_t batchRank = q.size() - 2;
+  const size_t batchRank = plan.q.size() - 2;
   p.batchRank = int(batchRank);
   p.queryLength = plan.lq;
   p.keyLength = plan.lk;
@@ -38,19 +51,16 @@ k::FlashAttentionProblem flashProblemOf(const AttentionPlan& plan, const std::ve
   p.valueDim = plan.dv;
   p.keyTransposed = plan.kTransposed;
   p.scale = scale;
-  p.q.row = plan.d;
-  p.k.row = plan.kTransposed ? plan.lk : plan.d;
-  p.v.row = plan.dv;
-  p.out.row = plan.dv;
-  int64_t heads = 1;  // batch-heads inside dim i
-  for (size_t i = batchRank; i-- > 0;) {
-    p.batchDims[i] = q[i];
-    p.q.batch[i] = heads * plan.lq * plan.d;
-    p.k.batch[i] = heads * plan.lk * plan.d;
-    p.v.batch[i] = heads * plan.lk * plan.dv;
-    p.out.batch[i] = heads * plan.lq * plan.dv;
-    heads *= q[i];
+  const std::vector<int64_t>* stored[4] = {&storedInputs[kAttentionQ], &storedInputs[kAttentionK],
+                                           &storedInputs[kAttentionV], &plan.storedOut};
+  k::FlashStrides* views[4] = {&p.q, &p.k, &p.v, &p.out};
+  for (size_t t = 0; t < 4; ++t) {
+    const std::vector<int64_t> strides = computedStrides(*stored[t], plan.interleaved[t]);
+    for (size_t i = 0; i < batchRank; ++i) views[t]->batch[i] = strides[i];
+    views[t]->row = strides[batchRank];
+    views[t]->column = strides[batchRank + 1];
   }
+  for (size_t i = 0; i < batchRank; ++i) p.batchDims[i] = plan.q[i];
   if (plan.hasMask) {
     for (size_t i = 0; i < batchRank; ++i) p.mask.batch[i] = plan.maskStrides[i];
     p.mask.row = plan.maskStrides[batchRank];
@@ -117,14 +127,12 @@ class FlashAttentionStep : public CudaStep {
     const AttentionPlan plan = attentionPlanOf(layer_, storage_, q, args.inputs[kAttentionK].dims,
                                                args.inputs[kAttentionV].dims,
                                                hasMask_ ? &args.inputs[kAttentionMask].dims : nullptr);
-    std::vector<int64_t> expected(q.begin(), q.end() - 1);
-    expected.push_back(plan.dv);
-    if (expected != args.outputs[0].dims)
-      throw Error(ErrorCode::kInternal,
-                  name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " + dimsToString(expected));
+    if (plan.storedOut != args.outputs[0].dims)
+      throw Error(ErrorCode::kInternal, name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " +
+                                            dimsToString(plan.storedOut));
     FlashShape shape;
     for (const TensorView& view : args.inputs) shape.inputDims.push_back(view.dims);
-    shape.problem = flashProblemOf(plan, q, scale_);
+    shape.problem = flashProblemOf(plan, shape.inputDims, scale_);
     shape.empty = plan.empty;
     if (!shape.empty && !k::flashAttentionTakes(shape.problem, *elementTypeOf(storage_)))
       throw Error(ErrorCode::kUnsupported,
@@ -159,7 +167,7 @@ std::vector<Tactic> flashAttentionTactics(const Layer& layer, Precision precisio
         attentionPlanOf(layer, storage, inputs.dims[kAttentionQ], inputs.dims[kAttentionK], inputs.dims[kAttentionV],
                         mask ? &inputs.dims[kAttentionMask] : nullptr);
     const auto type = elementTypeOf(storage);
-    if (!type || !k::flashAttentionTakes(flashProblemOf(plan, inputs.dims[kAttentionQ], 1.0f), *type)) return {};
+    if (!type || !k::flashAttentionTakes(flashProblemOf(plan, inputs.dims, 1.0f), *type)) return {};
   } catch (const Error&) {
     return {};  // the two-product step meets the same problem and reports it naming the layer
   }

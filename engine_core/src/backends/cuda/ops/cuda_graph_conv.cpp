@@ -32,6 +32,7 @@ namespace k = kernels::cuda;
 
 constexpr const char* kTacticPrefix = "cudnn.graph.conv.";
 constexpr size_t kEngineCandidates = 4;
+constexpr size_t kUnfusedEngineCandidates = 2;  // of the convolution alone, beside a fused graph's
 constexpr uint64_t kAlignment = 256;
 
 uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
@@ -355,12 +356,18 @@ std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, co
     if (spec.transpose || (spec.storage != DataType::kFloat16 && spec.storage != DataType::kBFloat16)) return {};
     cudnnHandle_t handle = cudnnHandleForThread(device.ordinal);
     const std::vector<int64_t>&x = inputs.dims[kConvX], &w = inputs.dims[kConvW];
-    // The most fused graph cuDNN takes; its configs are the candidates.
-    for (int f = int(ConvFusion::kFull); f <= int(ConvFusion::kConvolutionOnly) && tactics.empty(); ++f) {
+    // The most fused graph cuDNN takes, its configs the candidates; then the convolution alone with
+    // Kiln's kernels doing the epilogue, since cuDNN's runtime-fusion engines can lose to its
+    // precompiled convolutions plus one elementwise pass (only timing tells).
+    bool fusedFound = false;
+    for (int f = int(ConvFusion::kFull); f <= int(ConvFusion::kConvolutionOnly); ++f) {
+      if (fusedFound && ConvFusion(f) != ConvFusion::kConvolutionOnly) continue;
       Resolved r{problemOf(layer, spec, x, w, ConvFusion(f), 16), nullptr};
       auto graph = graphFor(handle, r.problem, layer.describe());
       if (!graph) continue;
-      for (const EngineChoice& choice : graph->rankedEngines(kEngineCandidates)) {
+      const size_t before = tactics.size();
+      const size_t candidates = fusedFound ? kUnfusedEngineCandidates : kEngineCandidates;
+      for (const EngineChoice& choice : graph->rankedEngines(candidates)) {
         if (!(r.plan = planFor(handle, *graph, r.problem, choice))) continue;
         Tactic& t = tactics.emplace_back();
         t.id = kTacticPrefix + std::string(precisionTag(precision)) + ".c" + std::to_string(tactics.size() - 1);
@@ -369,6 +376,13 @@ std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, co
         // The workspace covers linear neighbours too (the copies), whatever formats the plan gives.
         t.workspaceBytes = layoutOf(r, x, Formats{}).total();
       }
+      if (fusedFound) break;
+      fusedFound = tactics.size() > before;
+      // A graph that fuses nothing is the convolution alone already.
+      const ConvGraphProblem& found = r.problem;
+      if (fusedFound && ConvFusion(f) != ConvFusion::kConvolutionOnly && !found.bias && !found.residual &&
+          !ConvGraphProblem::graphHasActivation(found.epilogue))
+        break;
     }
   } catch (const Error&) {
     return {};  // the layer keeps the convolution API's tactic
