@@ -257,6 +257,12 @@ void runBuild(const BuildOptions& o) {
   if (o.int8)
     std::cout << "  int8: " << int8Layers << " layer(s); " << keptFloat
               << " Conv/MatMul/Gemm layer(s) stay float (kiln inspect shows why)\n";
+  if (!r.qdq.empty()) {
+    const QdqTally t = tallyQdq(r.qdq);
+    std::cout << "  explicit quantization: " << r.qdq.size() << " Q/DQ nodes, " << t.fused << " fused into "
+              << t.int8Layers << " int8 layer(s), " << t.removed << " dropped, " << t.unfused
+              << " stay float (kiln inspect shows why)\n";
+  }
   for (const auto& [role, count] : inserted) std::cout << "  inserted " << count << " " << role << " layer(s)\n";
   for (const auto& [backend, count] : fallbacks)
     std::cout << "  " << count << " layer(s) fell back to the " << backend << " backend (kiln inspect shows why)\n";

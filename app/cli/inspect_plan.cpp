@@ -1,7 +1,8 @@
 // kiln inspect PLAN [--json]: what the builder made: plan header, profiles, and per layer its type,
 // precision, backend, tactic, shapes and the ONNX nodes it fused (like TensorRT's engine
 // inspector); per tensor its storage type, layout and memory space where they are not the plain
-// ones; the Copy/Cast/Reformat layers the builder inserted, CPU fallbacks and sync points.
+// ones; the Copy/Cast/Reformat layers the builder inserted, CPU fallbacks and sync points; for a
+// Q/DQ model, what became of each QuantizeLinear / DequantizeLinear node.
 #include "commands.h"
 
 #include <kiln/runtime.h>
@@ -10,6 +11,28 @@
 #include <iostream>
 
 namespace kiln::cli {
+
+namespace {
+
+// Each Q/DQ node of an explicitly quantized model: the int8 layers it went into, why it stays a
+// float layer, or how it went.
+void printQdq(const std::vector<QdqNodeSummary>& nodes) {
+  const QdqTally t = tallyQdq(nodes);
+  std::cout << "explicit quantization: " << nodes.size() << " Q/DQ nodes, " << t.fused << " fused into "
+            << t.int8Layers << " int8 layer(s), " << t.removed << " dropped, " << t.unfused << " stay float\n";
+  for (const auto& n : nodes) {
+    std::cout << "  " << std::left << std::setw(16) << n.op << " " << n.node;
+    if (!n.fusedInto.empty()) {
+      std::cout << "  fused into ";
+      for (size_t i = 0; i < n.fusedInto.size(); ++i) std::cout << (i ? ", " : "") << n.fusedInto[i];
+    }
+    if (!n.unfused.empty()) std::cout << "  unfused: " << n.unfused;
+    if (!n.removed.empty()) std::cout << "  dropped: " << n.removed;
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
 
 void inspectPlan(const std::string& path, bool json) {
   auto engine = Runtime().loadFile(path);
@@ -74,6 +97,7 @@ void inspectPlan(const std::string& path, bool json) {
               << (report.calibration.source == "cache" ? "a calibration cache"
                                                        : std::to_string(report.calibration.batches) + " batch(es)")
               << "\n";
+  if (!report.qdq.empty()) printQdq(report.qdq);
   for (const auto& w : report.warnings) std::cout << "warning: " << w << "\n";
 }
 

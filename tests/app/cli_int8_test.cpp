@@ -1,10 +1,12 @@
 // `kiln build --int8` end to end on the bundled sample model: calibration from a folder of .npy
 // batches, the cache written and reused (and refused for another calibrator), int8 layers named by
 // inspect and close to the model in compare, and one clear error with no plan for each malformed
-// calibration folder.
+// calibration folder. And a Q/DQ model: `kiln build` fuses its pairs without calibration,
+// `kiln inspect` lists what became of each QuantizeLinear / DequantizeLinear node.
 #include <kiln/npy.h>
 
 #include "app/cli_fixture.h"
+#include "common/qdq_models.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -87,4 +89,30 @@ TEST_F(CliInt8, MalformedCalibrationDataGivesOneErrorAndNoPlan) {
   expectFailure(build({}), 2, {"--calib-data"});
   expectFailure(build({"--calib-data", calibration(1), "--calibrator", "kl"}), 2, {"--calibrator 'kl'"});
   expectFailure({"build", kSample, "--save", path("out/s.plan"), "--calib-data", calibration(1)}, 2, {"need --int8"});
+}
+
+TEST_F(CliInt8, AQdqModelBuildsWithoutCalibrationAndInspectListsItsPairs) {
+  const std::string model = save("qdq.onnx", kiln::test::qdqCnn(kiln::test::QdqStyle::kOnnxRuntime));
+  auto built = kiln({"build", model, "--save", path("out/q.plan"), "--layer-precision", "gemm:fp32"});
+  ASSERT_EQ(built.exitCode, 0) << built.err;
+  EXPECT_NE(built.out.find("explicit quantization: 16 Q/DQ nodes, 9 fused into 2 int8 layer(s), 4 dropped, 3 stay float"),
+            std::string::npos)
+      << built.out;
+  EXPECT_NE(built.err.find("Q/DQ nodes stay float"), std::string::npos) << built.err;
+
+  auto text = kiln({"inspect", path("out/q.plan")});
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_NE(text.out.find("explicit quantization: 16 Q/DQ nodes, 9 fused into 2 int8 layer(s)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("DequantizeLinear w2_DequantizeLinear  fused into conv2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("DequantizeLinear wg_DequantizeLinear  unfused: Gemm 'gemm' stays float: "
+                          "--layer-precision asks for fp32"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("QuantizeLinear   p1_QuantizeLinear  dropped: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not int8: --layer-precision asks for fp32"), std::string::npos) << text.out;
+
+  auto json = kiln({"inspect", path("out/q.plan"), "--json"});
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["qdq"].size(), 16u);
 }

@@ -62,6 +62,25 @@ struct CalibrationSummary {
   std::map<std::string, float> scales;  // activation tensor -> scale (threshold / 127)
 };
 
+// A QuantizeLinear / DequantizeLinear node of an explicitly quantized (Q/DQ) model and what the
+// build made of it: part of int8 layers, a float layer that stays (with why), or gone (with how).
+struct QdqNodeSummary {
+  std::string node;                    // the ONNX node's name
+  std::string op;                      // "QuantizeLinear" or "DequantizeLinear"
+  std::vector<std::string> fusedInto;  // the int8 layers it became part of
+  std::string unfused;  // why it still runs as a float QuantizeLinear / DequantizeLinear layer ("": it does not)
+  std::string removed;  // how it went without a layer (an identity dropped, folded into a constant)
+  bool fused() const { return !fusedInto.empty() && unfused.empty(); }
+};
+
+// A Q/DQ model's nodes counted by what became of them (a node fused into some layers and kept for
+// others counts as unfused).
+struct QdqTally {
+  int64_t fused = 0, unfused = 0, removed = 0;
+  int64_t int8Layers = 0;  // distinct layers the fused nodes went into
+};
+QdqTally tallyQdq(const std::vector<QdqNodeSummary>& nodes);
+
 struct BuildReport {
   std::string backend;
   int64_t onnxNodeCount = 0;
@@ -76,6 +95,7 @@ struct BuildReport {
   // ones): such an engine cannot be captured in a CUDA graph.
   std::vector<std::string> synchronizingLayers;
   CalibrationSummary calibration;
+  std::vector<QdqNodeSummary> qdq;  // every Q/DQ node of a Q/DQ model; empty for other models
   bool graphCapturable() const { return synchronizingLayers.empty(); }
 
   std::string toJson(int indent = 2) const;

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 namespace kiln {
 
 using nlohmann::json;
@@ -40,6 +42,19 @@ std::vector<TacticCandidate> candidatesFromJson(const json& layer) {
 }
 
 }  // namespace
+
+QdqTally tallyQdq(const std::vector<QdqNodeSummary>& nodes) {
+  QdqTally tally;
+  std::set<std::string> layers;
+  for (const auto& n : nodes) {
+    if (!n.unfused.empty()) ++tally.unfused;
+    else if (!n.fusedInto.empty()) ++tally.fused;
+    else ++tally.removed;
+    layers.insert(n.fusedInto.begin(), n.fusedInto.end());
+  }
+  tally.int8Layers = int64_t(layers.size());
+  return tally;
+}
 
 std::string BuildReport::toJson(int indent) const {
   json j;
@@ -84,6 +99,13 @@ std::string BuildReport::toJson(int indent) const {
                         {"batches", calibration.batches},
                         {"cache", calibration.cachePath},
                         {"scales", calibration.scales}};
+  if (!qdq.empty()) {
+    json nodes = json::array();
+    for (const auto& n : qdq)
+      nodes.push_back({{"node", n.node}, {"op", n.op}, {"fused_into", n.fusedInto}, {"unfused", n.unfused},
+                       {"removed", n.removed}});
+    j["qdq"] = nodes;
+  }
   return j.dump(indent);
 }
 
@@ -114,6 +136,10 @@ BuildReport BuildReport::fromJson(const std::string& text) {
       r.calibration = {c.at("calibrator"), c.at("source"), c.at("batches"), c.at("cache"),
                        c.at("scales").get<std::map<std::string, float>>()};
     }
+    if (j.contains("qdq"))
+      for (const auto& n : j.at("qdq"))
+        r.qdq.push_back({n.at("node"), n.at("op"), n.at("fused_into").get<std::vector<std::string>>(),
+                         n.at("unfused"), n.at("removed")});
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kInvalidArgument, std::string("malformed build report JSON: ") + e.what());
   }

@@ -192,7 +192,12 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
                                      std::to_string(pass.layersAfter) + " layers");
   network->sortLayersTopologically();
   std::map<std::string, std::string> keptFloat;  // layer -> why it is not int8
-  if (config.allowINT8) {
+  if (isExplicitlyQuantized(input)) {  // the model states its quantization (TensorRT's explicit mode)
+    keptFloat = fuseExplicitQuantization(input, *network, config, *engineBackend, report);
+    if (config.allowINT8)
+      report.warnings.push_back("the model is explicitly quantized (QuantizeLinear/DequantizeLinear): its own "
+                                "scales are used, INT8 calibration is skipped");
+  } else if (config.allowINT8) {
     progress.report("calibration", 0.05);
     keptFloat = quantizeForInt8(input, *network, config, *engineBackend,
                                 [&](double fraction, const std::string& detail) {

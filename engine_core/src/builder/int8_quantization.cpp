@@ -1,5 +1,8 @@
 #include "int8_quantization.h"
 
+#include "../ops/quantized.h"
+#include "../passes/fuse_qdq.h"
+#include "../passes/qdq_params.h"
 #include "../passes/quantize_layers.h"
 
 namespace kiln {
@@ -17,7 +20,76 @@ std::string nameSome(const std::map<std::string, std::string>& reasons) {
   return s;
 }
 
+Int8Refusal refusalOf(const Backend& engine) {
+  return [&engine](const Layer& quantizedLayer) {
+    SupportVerdict verdict = engine.supports(quantizedLayer, Precision::kINT8);
+    return verdict.supported ? std::string() : verdict.why;
+  };
+}
+
+// What became of each Q/DQ node of `model`, from the layers of the fused network that name it
+// among their origins and the fusion's reasons.
+std::vector<QdqNodeSummary> summarizeQdq(const Network& model, const Network& network, const QdqFusionOutcome& outcome) {
+  std::map<std::string, std::vector<std::string>> fusedInto;
+  std::map<std::string, std::string> unfused;
+  for (const Layer& layer : network.layers())
+    for (const auto& origin : layer.origins) {
+      if (quantized::isQuantizedLayer(layer)) fusedInto[origin].push_back(layer.name);
+      auto why = outcome.unfused.find(layer.name);
+      if (why == outcome.unfused.end()) continue;
+      std::string& text = unfused[origin];
+      if (text.find(why->second) == std::string::npos) text += (text.empty() ? "" : "; ") + why->second;
+    }
+  std::vector<QdqNodeSummary> nodes;
+  for (const Layer& layer : model.layers()) {
+    if (!passes::isQuantizeLinear(layer) && !passes::isDequantizeLinear(layer)) continue;
+    QdqNodeSummary n{layer.name, layer.opType, fusedInto[layer.name], unfused[layer.name], ""};
+    if (n.fusedInto.empty() && n.unfused.empty()) {
+      auto how = outcome.removed.find(layer.name);
+      n.removed = how != outcome.removed.end() ? how->second : "folded into a constant by the graph passes";
+    }
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
 }  // namespace
+
+bool isExplicitlyQuantized(const Network& model) {
+  for (const Layer& layer : model.layers())
+    if (passes::isQuantizeLinear(layer) || passes::isDequantizeLinear(layer)) return true;
+  return false;
+}
+
+std::map<std::string, std::string> fuseExplicitQuantization(const Network& model, Network& network,
+                                                            const BuilderConfig& config, const Backend& engine,
+                                                            BuildReport& report) {
+  QdqFusionOutcome outcome;
+  if (config.optimizationLevel == 0) {
+    for (const Layer& layer : network.layers())
+      if (passes::isQuantizeLinear(layer) || passes::isDequantizeLinear(layer))
+        outcome.unfused[layer.name] = "optimisation level 0 runs no graph passes: Q/DQ stay float layers";
+  } else {
+    PassContext context;
+    context.backend = config.backend;
+    context.optimizationLevel = config.optimizationLevel;
+    context.backendSupports = [&](const Layer& l) { return engine.supports(l, Precision::kFP32).supported; };
+    report.passes.push_back(
+        createFuseQdqPass({config.layerPrecisions, refusalOf(engine)}, outcome)->run(network, context));
+    network.inferShapes();
+  }
+  report.qdq = summarizeQdq(model, network, outcome);
+  std::map<std::string, std::string> stays;
+  for (const auto& n : report.qdq)
+    if (!n.unfused.empty()) stays[n.node] = n.unfused;
+  if (!stays.empty())
+    report.warnings.push_back(std::to_string(stays.size()) + " of " + std::to_string(report.qdq.size()) +
+                              " Q/DQ nodes stay float QuantizeLinear/DequantizeLinear layers: " + nameSome(stays));
+  if (!outcome.keptFloat.empty())
+    report.warnings.push_back(std::to_string(outcome.keptFloat.size()) +
+                              " Conv/MatMul/Gemm layer(s) of the Q/DQ model stay float: " + nameSome(outcome.keptFloat));
+  return outcome.keptFloat;
+}
 
 std::map<std::string, std::string> quantizeForInt8(const Network& model, Network& network, const BuilderConfig& config,
                                                    const Backend& engine,
@@ -27,10 +99,7 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
     report.warnings.push_back("a strongly typed build keeps the model's types: int8 is not used");
     return {};
   }
-  Int8Survey survey = surveyInt8Layers(network, config.layerPrecisions, [&](const Layer& quantizedLayer) {
-    SupportVerdict verdict = engine.supports(quantizedLayer, Precision::kINT8);
-    return verdict.supported ? std::string() : verdict.why;
-  });
+  Int8Survey survey = surveyInt8Layers(network, config.layerPrecisions, refusalOf(engine));
   if (!survey.candidates.empty()) {
     report.calibration = calibration::activationScales(model, network, survey.activations(), config, progress);
     PassContext context;

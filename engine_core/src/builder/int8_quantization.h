@@ -1,7 +1,9 @@
 #pragma once
-// The INT8 step of a build (BuilderConfig::allowINT8), after the graph passes: the layers the
-// engine's backend can run in int8 get their activation scales (calibration/calibrate.h) and are
-// replaced by quantized layers (passes/quantize_layers.h).
+// The INT8 steps of a build, after the graph passes. Implicit (BuilderConfig::allowINT8): the
+// layers the engine's backend can run in int8 get their activation scales (calibration/calibrate.h)
+// and are replaced by quantized layers (passes/quantize_layers.h). Explicit: a model with
+// QuantizeLinear / DequantizeLinear nodes (a Q/DQ model) states its own quantization, which is
+// fused into the same quantized layers (passes/fuse_qdq.h) whatever the INT8 flag.
 #include "../backends/backend.h"
 #include "calibration/calibrate.h"
 
@@ -21,5 +23,15 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
                                                    const Backend& engine,
                                                    const calibration::CalibrationProgress& progress,
                                                    BuildReport& report);
+
+// Whether the model has QuantizeLinear / DequantizeLinear nodes.
+bool isExplicitlyQuantized(const Network& model);
+
+// Fuses the Q/DQ pairs of `network` (the model after the passes; `model` as given, whose Q/DQ nodes
+// the report lists). Fills report.qdq, adds the fusion pass to report.passes and a warning naming
+// the nodes that stay float; returns the Conv / MatMul / Gemm layers that stay float with why.
+std::map<std::string, std::string> fuseExplicitQuantization(const Network& model, Network& network,
+                                                            const BuilderConfig& config, const Backend& engine,
+                                                            BuildReport& report);
 
 }  // namespace kiln

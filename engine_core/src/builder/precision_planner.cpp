@@ -31,11 +31,11 @@ std::vector<Precision> planPrecisions(const Network& network, const BuilderConfi
   std::map<Precision, std::vector<std::string>> refused;  // precision asked -> layers kept higher
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const Layer& layer = network.layers()[i];
-    if (!hasFloatOutput(network, layer)) continue;  // integer/bool layers keep their types
     if (quantized::isQuantizedLayer(layer)) {  // int8 arithmetic whatever was asked: made so by the builder
       decisions[i] = Precision::kINT8;
       continue;
     }
+    if (!hasFloatOutput(network, layer)) continue;  // integer/bool layers keep their types
     const Backend& backend = engine.supports(layer, Precision::kFP32).supported ? engine : cpu;
     const bool cpuLayer = cpuEngine || &backend == &cpu;
     Precision p = wanted;

@@ -2,9 +2,6 @@
 // CPU reference kernels and replaced by its results. Shape and Size of tensors whose shape is fully
 // known fold too, so the shape subgraphs exporters emit (Shape -> Gather -> Concat -> Reshape)
 // collapse into constants in one topological sweep.
-#include <kiln/error.h>
-#include <kiln/reference_executor.h>
-
 #include "graph_utils.h"
 #include "passes.h"
 
@@ -44,29 +41,6 @@ std::optional<HostTensor> foldShapeQuery(const Network& network, const Layer& la
   return HostTensor::fromVector<int64_t>({int64_t(slice.size())}, slice);
 }
 
-// Runs `layer` alone on its constant inputs; nullopt when a result is not a plain tensor or the
-// kernel cannot run it (the layer then stays for the runtime to report).
-std::optional<std::vector<HostTensor>> evaluate(const Network& network, const Layer& layer) {
-  Network single;
-  for (const auto& in : layer.inputs)
-    if (!in.empty()) single.addConstant(in, *constantValue(network, in));
-  single.addLayer(layer);
-  for (const auto& out : layer.outputs)
-    if (!out.empty()) single.markOutput(out);
-  std::vector<Value> values;
-  try {
-    values = executeGraph(single, {}, {});
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-  std::vector<HostTensor> results;
-  for (const Value& v : values) {
-    if (v.kind != ValueKind::kTensor || v.isSequence() || !v.hasElement) return std::nullopt;
-    results.push_back(v.tensor);
-  }
-  return results;
-}
-
 bool allInputsConstant(const Network& network, const Layer& layer) {
   return std::all_of(layer.inputs.begin(), layer.inputs.end(),
                      [&](const std::string& in) { return in.empty() || constantValue(network, in); });
@@ -96,7 +70,7 @@ class FoldConstantsPass final : public Pass {
       std::optional<std::vector<HostTensor>> results;
       if (auto shape = foldShapeQuery(network, layer)) results = std::vector<HostTensor>{*shape};
       else if (allInputsConstant(network, layer) && !knownTooLarge(network, layer, maxResultBytes_))
-        results = evaluate(network, layer);
+        results = passes::evaluateOnConstants(network, layer);
       if (!results || !fitsLimit(*results)) continue;
       // The outputs keep their names and become constants, so no reader needs rewiring.
       size_t next = 0;

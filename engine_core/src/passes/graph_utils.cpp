@@ -1,5 +1,8 @@
 #include "graph_utils.h"
 
+#include <kiln/error.h>
+#include <kiln/reference_executor.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -95,6 +98,31 @@ std::optional<double> scalarConstant(const Network& network, const std::string& 
 bool isScalarConstant(const Network& network, const std::string& tensor, double expected, double tolerance) {
   auto value = scalarConstant(network, tensor);
   return value && std::abs(*value - expected) <= tolerance * std::max(1.0, std::abs(expected));
+}
+
+std::optional<std::vector<HostTensor>> evaluateOnConstants(const Network& network, const Layer& layer) {
+  Network single;
+  for (const auto& in : layer.inputs) {
+    if (in.empty()) continue;
+    const HostTensor* value = constantValue(network, in);
+    if (!value) return std::nullopt;
+    single.addConstant(in, *value);
+  }
+  single.addLayer(layer);
+  for (const auto& out : layer.outputs)
+    if (!out.empty()) single.markOutput(out);
+  std::vector<Value> values;
+  try {
+    values = executeGraph(single, {}, {});
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  std::vector<HostTensor> results;
+  for (const Value& v : values) {
+    if (v.kind != ValueKind::kTensor || v.isSequence() || !v.hasElement) return std::nullopt;
+    results.push_back(v.tensor);
+  }
+  return results;
 }
 
 std::optional<std::vector<int64_t>> constantInts(const Network& network, const std::string& tensor) {

@@ -54,6 +54,9 @@ const HostTensor* constantValue(const Network& network, const std::string& tenso
 std::optional<double> scalarConstant(const Network& network, const std::string& tensor);
 // Whether `tensor` is a one-element constant equal to `expected` within a relative `tolerance`.
 bool isScalarConstant(const Network& network, const std::string& tensor, double expected, double tolerance = 1e-3);
+// Runs `layer` alone on its constant inputs with the CPU reference kernels; nullopt when an input is
+// not a constant, a result is not a plain tensor or the kernel cannot run it.
+std::optional<std::vector<HostTensor>> evaluateOnConstants(const Network& network, const Layer& layer);
 // Integer values of a constant (axes, perm as inputs), or nullopt when not constant.
 std::optional<std::vector<int64_t>> constantInts(const Network& network, const std::string& tensor);
 

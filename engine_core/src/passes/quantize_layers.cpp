@@ -10,9 +10,9 @@
 
 #include "../ops/quantized.h"
 #include "graph_utils.h"
+#include "int8_layer_form.h"
 
 #include <cmath>
-#include <optional>
 #include <tuple>
 
 namespace kiln {
@@ -20,22 +20,10 @@ namespace {
 
 using namespace passes;
 
-enum class Form { kConv, kConvTranspose, kMatMul, kGemm };
+using Form = Int8Form;
 
-bool isFused(const Layer& layer) { return layer.domain == fused::kDomain; }
-Layer baseOf(const Layer& layer) { return isFused(layer) ? fused::baseLayer(layer) : layer; }
 std::string inputOf(const Layer& layer, size_t i) { return layer.hasInput(i) ? layer.inputs[i] : ""; }
-
-std::optional<Form> formOf(const Layer& layer) {
-  if (isFused(layer) ? layer.opType != fused::kFusedConv && layer.opType != fused::kFusedMatMul : !layer.domain.empty())
-    return std::nullopt;
-  const std::string op = isFused(layer) ? layer.attrString(fused::kBase, "") : layer.opType;
-  if (op == "Conv") return Form::kConv;
-  if (op == "ConvTranspose") return Form::kConvTranspose;
-  if (op == "MatMul") return Form::kMatMul;
-  if (op == "Gemm") return Form::kGemm;
-  return std::nullopt;
-}
+bool isFused(const Layer& layer) { return layer.domain == fused::kDomain; }
 
 const HostTensor* float32Constant(const Network& network, const std::string& name) {
   const HostTensor* value = name.empty() ? nullptr : constantValue(network, name);
@@ -45,37 +33,6 @@ const HostTensor* float32Constant(const Network& network, const std::string& nam
 DataType declaredType(const Network& network, const std::string& name) {
   const Tensor* t = name.empty() ? nullptr : network.findTensor(name);
   return t ? t->dtype : DataType::kUndefined;
-}
-
-// The quantized layer that replaces `layer`, its inputs still to be made.
-Layer quantizedLayer(const Layer& layer, Form form) {
-  Layer q;
-  q.name = layer.name;
-  q.domain = fused::kDomain;
-  q.opsetVersion = layer.opsetVersion;
-  q.outputs = layer.outputs;
-  q.origins = layer.origins;
-  if (form == Form::kConv) {
-    q.opType = quantized::kQuantizedConv;
-    q.attributes = layer.attributes;
-    q.attributes[fused::kBase] = std::string("Conv");
-  } else {
-    q.opType = quantized::kQuantizedMatMul;
-    for (const char* key : {fused::kActivation, fused::kActivationAlpha, fused::kActivationBeta,
-                            fused::kResidualBeforeActivation})
-      if (auto it = layer.attributes.find(key); it != layer.attributes.end()) q.attributes[key] = it->second;
-  }
-  return q;
-}
-
-// Why Gemm's C cannot be a per-column bias of N values ("" when it can).
-std::string gemmBiasProblem(const Network& network, const Layer& gemm, int64_t columns) {
-  if (!gemm.hasInput(2)) return "";
-  const HostTensor* c = float32Constant(network, gemm.inputs[2]);
-  if (!c) return "its C is not a float32 constant";
-  const bool perColumn = c->elementCount() == 1 || (c->elementCount() == columns && c->rank() >= 1 &&
-                                                    c->dims().back() == columns);
-  return perColumn ? "" : "its C is not one value per output column";
 }
 
 // Why `layer` cannot become an int8 layer of `form` ("" when it can); fills its activations.
@@ -90,7 +47,7 @@ std::string problemWith(const Network& network, const Layer& layer, Form form, s
   if (constantValue(network, a)) return "its input 0 is a constant (nothing to calibrate)";
   activations = {a};
   const HostTensor* weights = float32Constant(network, b);
-  const Layer base = baseOf(layer);
+  const Layer base = int8BaseOf(layer);
   switch (form) {
     case Form::kConv:
       if (!weights || weights->rank() < 3) return "its weights are not a float32 constant";
@@ -103,7 +60,8 @@ std::string problemWith(const Network& network, const Layer& layer, Form form, s
     case Form::kGemm:
       if (base.attrInt("transA", 0) != 0) return "a Gemm with transA = 1 has no int8 form yet";
       if (!weights || weights->rank() != 2) return "its B is not a 2-D float32 constant";
-      return gemmBiasProblem(network, base, weights->dim(base.attrInt("transB", 0) != 0 ? 0 : 1));
+      if (!base.hasInput(2)) return "";
+      return gemmBiasProblem(float32Constant(network, base.inputs[2]), weights->dim(base.attrInt("transB", 0) != 0 ? 0 : 1));
     default: return "";
   }
 }
@@ -131,17 +89,6 @@ QuantizedWeights quantizeChannels(const HostTensor& w, int64_t outer, int64_t ch
   return {values, HostTensor::fromVector<float>({channels}, scales)};
 }
 
-// [rows, columns] -> [columns, rows].
-HostTensor transposed(const HostTensor& m) {
-  const int64_t rows = m.dim(0), columns = m.dim(1);
-  HostTensor t(DataType::kFloat32, {columns, rows});
-  const float* in = m.data<float>();
-  float* out = t.data<float>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < columns; ++c) out[c * rows + r] = in[r * columns + c];
-  return t;
-}
-
 class QuantizeLayersPass final : public Pass {
  public:
   QuantizeLayersPass(Int8Survey& survey, const std::map<std::string, float>& scales)
@@ -162,7 +109,7 @@ class QuantizeLayersPass final : public Pass {
         continue;
       }
       const std::string note = "quantized " + describeLayers(network, {candidate.layer}) + " to int8";
-      layer = rewrite(network, layer, *formOf(layer));
+      layer = rewrite(network, layer, *int8FormOf(layer));
       context.note(note);
     }
     network.removeUnusedTensors();
@@ -188,7 +135,7 @@ class QuantizeLayersPass final : public Pass {
   }
 
   Layer rewrite(Network& network, const Layer& layer, Form form) {
-    Layer q = quantizedLayer(layer, form);
+    Layer q = quantizedLayerFor(layer, form);
     const std::string a = layer.inputs[0], b = layer.inputs[1];
     const std::string residual = isFused(layer) ? inputOf(layer, 3) : "";
     std::string bias = inputOf(layer, 2), bValues = b, bScale;
@@ -204,18 +151,15 @@ class QuantizeLayersPass final : public Pass {
     } else if (form == Form::kMatMul) {
       bScale = activationScale(network, b);
     } else {  // Gemm: B as [K, N], alpha in the scales, beta * C as the bias
-      const Layer base = baseOf(layer);
+      const Layer base = int8BaseOf(layer);
       const HostTensor kn = base.attrInt("transB", 0) != 0 ? transposed(*weights) : *weights;
       const int64_t columns = kn.dim(1);
       std::tie(bValues, bScale) =
           addWeights(network, b, quantizeChannels(kn, kn.dim(0), columns, 1, base.attrFloat("alpha", 1.0f)));
       if (!bias.empty()) {
-        const HostTensor& c = *float32Constant(network, bias);
-        const float beta = base.attrFloat("beta", 1.0f);
-        std::vector<float> perColumn(static_cast<size_t>(columns));
-        for (int64_t n = 0; n < columns; ++n) perColumn[size_t(n)] = beta * c.data<float>()[c.elementCount() == 1 ? 0 : n];
+        const HostTensor perColumn = gemmColumnBias(*float32Constant(network, bias), base.attrFloat("beta", 1.0f), columns);
         bias = uniqueTensorName(network, layer.name + ":bias");
-        network.addConstant(bias, HostTensor::fromVector<float>({columns}, perColumn));
+        network.addConstant(bias, perColumn);
       }
     }
     q.inputs = {a, bValues, bias, residual, activationScale(network, a), bScale};
@@ -240,7 +184,7 @@ Int8Survey surveyInt8Layers(const Network& network, const std::map<std::string, 
   Int8Survey survey;
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const Layer& layer = network.layers()[i];
-    const auto form = formOf(layer);
+    const auto form = int8FormOf(layer);
     if (!form) continue;
     if (auto held = layerPrecisions.find(layer.name); held != layerPrecisions.end() && held->second != Precision::kINT8) {
       survey.keptFloat[layer.name] = std::string("--layer-precision asks for ") + toString(held->second);
@@ -248,7 +192,7 @@ Int8Survey surveyInt8Layers(const Network& network, const std::map<std::string, 
     }
     Int8Candidate candidate{i, {}};
     std::string why = problemWith(network, layer, *form, candidate.activations);
-    if (why.empty() && refusal) why = refusal(quantizedLayer(layer, *form));
+    if (why.empty() && refusal) why = refusal(quantizedLayerFor(layer, *form));
     if (why.empty()) survey.candidates.push_back(std::move(candidate));
     else survey.keptFloat[layer.name] = why;
   }

@@ -1,7 +1,8 @@
 #pragma once
-// The arithmetic of Kiln's int8 layers (kiln.QuantizedConv / kiln.QuantizedMatMul): float
-// activations quantized symmetrically, q = saturate(round_half_even(x / scale)) into [-128, 127];
-// int8 weights; exact products accumulated in int32; dequantized into float32 as
+// The arithmetic of Kiln's int8 layers (kiln.QuantizedConv / kiln.QuantizedMatMul): an activation
+// quantized with its scale and zero point, q = saturate(round_half_even(x / scale) + zero) into the
+// range of int8 or uint8 (or given already quantized); int8 weights; exact products of (q - zero)
+// and the weights accumulated as int32 would; dequantized into float32 as
 // float(acc) * (xScale * wScale[c]), then the fused epilogue (bias, activation, residual).
 #include "../conv/conv.h"
 #include "../fused/epilogue.h"
@@ -10,8 +11,12 @@
 
 namespace kiln::kernels {
 
-// q[i] = saturate(round_half_even(x[i] / scale)) in [-128, 127] (QuantizeLinear with zero point 0).
-void quantizeSymmetric(const float* x, int64_t count, float scale, int8_t* q);
+// The integers an int8 layer multiplies, q - zero, from floats quantized here (QuantizeLinear's
+// rule into Q's range) or from values already quantized. |q - zero| <= 255. Q: int8_t or uint8_t.
+template <class Q>
+void centeredFromFloat(const float* x, int64_t count, float scale, Q zero, int16_t* centered);
+template <class Q>
+void centeredFromQuantized(const Q* q, int64_t count, Q zero, int16_t* centered);
 
 // The per-channel factors acc is multiplied by: xScale * wScales[c] (wScaleCount 1 or `channels`).
 void dequantizeMultipliers(float xScale, const float* wScales, int64_t wScaleCount, int64_t channels, float* out);
@@ -22,9 +27,9 @@ void dequantizeMultipliers(float xScale, const float* wScales, int64_t wScaleCou
 void dequantizeAccumulators(const int32_t* acc, int64_t rows, int64_t channels, int64_t plane,
                             const float* multipliers, float* y);
 
-// The reference int8 convolution: Y = epilogue(dequantize(conv(q(X), W)) + bias), W int8
-// [M, C/group, kernel...], wScales 1 or M values, bias [M] or null.
-void int8Convolution(const ConvShape& shape, const float* x, float xScale, const int8_t* w, const float* wScales,
+// The reference int8 convolution: Y = epilogue(dequantize(conv(X, W)) + bias), X the centered
+// input (q - zero), W int8 [M, C/group, kernel...], wScales 1 or M values, bias [M] or null.
+void int8Convolution(const ConvShape& shape, const int16_t* x, float xScale, const int8_t* w, const float* wScales,
                      int64_t wScaleCount, const float* bias, const Epilogue& epilogue, float* y);
 
 }  // namespace kiln::kernels

@@ -1,5 +1,6 @@
 // CPU kernels for Kiln's int8 layers (semantics: engine_core/src/ops/quantized.cpp): activations
-// quantized on entry, int8 weights, exact int32 accumulation, dequantized into the fp32 epilogue.
+// quantized on entry or given as int8 / uint8 with their zero point, int8 weights, exact int32
+// accumulation, dequantized into the fp32 epilogue, and quantized again when the layer has y_scale.
 #include <kernels/cpu/quant/int8_layers.h>
 #include <kernels/cpu/quant/quantize.h>
 
@@ -15,7 +16,11 @@ namespace kiln {
 namespace {
 
 using quantized::kActivationScaleInput;
+using quantized::kActivationZeroPointInput;
+using quantized::kOutputScaleInput;
+using quantized::kOutputZeroPointInput;
 using quantized::kWeightScaleInput;
+using quantized::kWeightZeroPointInput;
 
 float scalarScale(const KernelContext& ctx, size_t i, const char* what) {
   return *float32Input(ctx, i, 1, what);
@@ -27,57 +32,138 @@ const float* scales(const KernelContext& ctx, size_t i, int64_t count, const cha
   return float32Input(ctx, i, valueCount == 1 ? 1 : count, what);
 }
 
-const float* float32Activation(const KernelContext& ctx, size_t i, const char* what) {
-  return float32Input(ctx, i, ctx.input(i).elementCount(), what);
+// How an operand is quantized: its scale, and its zero point's type and value (int8 0 when the
+// layer has none and the operand is float; the operand's own type when it is already quantized).
+struct Quantization {
+  float scale = 1;
+  DataType type = DataType::kInt8;
+  int zero = 0;
+};
+
+Quantization quantizationOf(const KernelContext& ctx, size_t operand, size_t scale, size_t zeroPoint,
+                            const char* what) {
+  Quantization q{scalarScale(ctx, scale, what)};
+  const DataType values = ctx.input(operand).dtype();
+  if (values == DataType::kInt8 || values == DataType::kUInt8) q.type = values;
+  if (ctx.hasInput(zeroPoint)) {
+    const HostTensor& z = ctx.input(zeroPoint);
+    if (z.elementCount() != 1) ctx.fail(std::string("the zero point of ") + what + " must hold one value");
+    q.type = z.dtype();
+    dispatchEightBit(z.dtype(), [&](auto tag) { q.zero = int(z.data<decltype(tag)>()[0]); });
+  }
+  return q;
 }
+
+// The operand's integers minus its zero point (see kernels::centeredFromFloat).
+std::vector<int16_t> centeredOperand(const KernelContext& ctx, size_t i, const Quantization& q, const char* what) {
+  const HostTensor& t = ctx.input(i);
+  std::vector<int16_t> centered(static_cast<size_t>(t.elementCount()));
+  dispatchEightBit(q.type, [&](auto tag) {
+    using Q = decltype(tag);
+    if (t.dtype() == q.type)
+      kernels::centeredFromQuantized<Q>(t.data<Q>(), t.elementCount(), Q(q.zero), centered.data());
+    else
+      kernels::centeredFromFloat<Q>(float32Input(ctx, i, t.elementCount(), what), t.elementCount(), q.scale, Q(q.zero),
+                                    centered.data());
+  });
+  return centered;
+}
+
+// Where the layer writes its float32 results: the output itself, or a buffer that finishOutput
+// quantizes into it (a layer with y_scale).
+class FloatResult {
+ public:
+  explicit FloatResult(KernelContext& ctx) : ctx_(ctx), out_(ctx.allocateOutput(0)) {
+    if (out_.dtype() != DataType::kFloat32) buffer_.resize(size_t(out_.elementCount()));
+  }
+  float* data() { return buffer_.empty() ? out_.data<float>() : buffer_.data(); }
+  const HostTensor& output() const { return out_; }
+  void finish() {
+    if (buffer_.empty()) return;
+    const float scale = scalarScale(ctx_, kOutputScaleInput, "y_scale");
+    const HostTensor& zero = ctx_.input(kOutputZeroPointInput);
+    dispatchEightBit(out_.dtype(), [&](auto tag) {
+      using Q = decltype(tag);
+      kernels::quantizeLinear<float, Q>(buffer_.data(), &scale, zero.data<Q>(), out_.data<Q>(), 1, 1,
+                                        out_.elementCount());
+    });
+  }
+
+ private:
+  KernelContext& ctx_;
+  HostTensor& out_;
+  std::vector<float> buffer_;
+};
 
 void quantizedConv(KernelContext& ctx) {
   const HostTensor &x = ctx.input(0), &w = ctx.input(1);
   if (w.dtype() != DataType::kInt8) ctx.fail("the weights must be int8");
+  if (ctx.hasInput(kWeightZeroPointInput)) ctx.fail("int8 weights are symmetric: w_zero_point must be absent");
   const kernels::ConvShape shape = forwardConvShape(fused::baseLayer(ctx.layer()), x, w);
   const float* bias = ctx.hasInput(2) ? float32Input(ctx, 2, shape.outChannels, "the bias") : nullptr;
-  const float xScale = scalarScale(ctx, kActivationScaleInput, "x_scale");
+  const Quantization xq = quantizationOf(ctx, 0, kActivationScaleInput, kActivationZeroPointInput, "X");
   int64_t wScaleCount = 0;
   const float* wScales = scales(ctx, kWeightScaleInput, shape.outChannels, "w_scale", wScaleCount);
-  HostTensor& y = ctx.allocateOutput(0);
-  const kernels::Epilogue epilogue = readEpilogue(ctx, y);
-  kernels::int8Convolution(shape, float32Activation(ctx, 0, "X"), xScale, w.data<int8_t>(), wScales, wScaleCount,
-                           bias, epilogue, y.data<float>());
+  const std::vector<int16_t> centered = centeredOperand(ctx, 0, xq, "X");
+  FloatResult y(ctx);
+  const kernels::Epilogue epilogue = readEpilogue(ctx, y.output());
+  kernels::int8Convolution(shape, centered.data(), xq.scale, w.data<int8_t>(), wScales, wScaleCount, bias, epilogue,
+                           y.data());
+  y.finish();
 }
 
-// Operand i as int8: taken as is, or quantized with `scale` when it is float32.
-const int8_t* int8Operand(const KernelContext& ctx, size_t i, float scale, std::vector<int8_t>& storage) {
+// Operand i as 8-bit values of the quantization's type: its own data, or quantized from float into
+// `storage`.
+const void* eightBitOperand(const KernelContext& ctx, size_t i, const Quantization& q, const char* what,
+                            std::vector<uint8_t>& storage) {
   const HostTensor& t = ctx.input(i);
-  if (t.dtype() == DataType::kInt8) return t.data<int8_t>();
-  storage.resize(size_t(t.elementCount()));
-  kernels::quantizeSymmetric(float32Activation(ctx, i, i == 0 ? "A" : "B"), t.elementCount(), scale, storage.data());
+  if (t.dtype() == q.type) return t.rawData();
+  storage.resize(static_cast<size_t>(t.elementCount()));
+  dispatchEightBit(q.type, [&](auto tag) {
+    using Q = decltype(tag);
+    const Q zero = Q(q.zero);
+    kernels::quantizeLinear<float, Q>(float32Input(ctx, i, t.elementCount(), what), &q.scale, &zero,
+                                      reinterpret_cast<Q*>(storage.data()), 1, 1, t.elementCount());
+  });
   return storage.data();
 }
 
 void quantizedMatMul(KernelContext& ctx) {
   const MatMulPlan plan = planMatMul(ctx.input(0).dims(), ctx.input(1).dims());
-  const float aScale = scalarScale(ctx, kActivationScaleInput, "a_scale");
-  int64_t bScaleCount = 0;
-  const float* bScales = scales(ctx, kWeightScaleInput, plan.N, "b_scale", bScaleCount);
-  if (ctx.input(1).dtype() != DataType::kInt8 && bScaleCount != 1)
-    ctx.fail("a float B is quantized per tensor: b_scale must hold one value");
-  std::vector<int8_t> aStorage, bStorage;
-  const int8_t* a = int8Operand(ctx, 0, aScale, aStorage);
-  const int8_t* b = int8Operand(ctx, 1, bScales[0], bStorage);
+  const Quantization aq = quantizationOf(ctx, 0, kActivationScaleInput, kActivationZeroPointInput, "A");
+  const bool bWeights = ctx.input(1).dtype() == DataType::kInt8 && !ctx.hasInput(kWeightZeroPointInput);
+  int64_t bScaleCount = 1;
+  const float* bScales = bWeights ? scales(ctx, kWeightScaleInput, plan.N, "b_scale", bScaleCount) : nullptr;
+  const Quantization bq = bWeights ? Quantization{bScales[0]}
+                                   : quantizationOf(ctx, 1, kWeightScaleInput, kWeightZeroPointInput, "B");
+  if (!bWeights) bScales = &bq.scale;
+  std::vector<uint8_t> aStorage, bStorage;
+  const void* a = eightBitOperand(ctx, 0, aq, "A", aStorage);
+  const void* b = eightBitOperand(ctx, 1, bq, "B", bStorage);
   const int64_t batch = int64_t(plan.aOffsets.size());
   std::vector<int32_t> acc(size_t(batch * plan.M * plan.N));
-  kernels::integerMatMul<int8_t, int8_t>(a, b, acc.data(), batch, plan.aOffsets.data(), plan.bOffsets.data(), plan.M,
-                                         plan.N, plan.K, nullptr, 1, nullptr, 1);
+  dispatchEightBit(aq.type, [&](auto aTag) {
+    dispatchEightBit(bq.type, [&](auto bTag) {
+      using A = decltype(aTag);
+      using B = decltype(bTag);
+      const A aZero = A(aq.zero);
+      const B bZero = B(bq.zero);
+      kernels::integerMatMul<A, B>(static_cast<const A*>(a), static_cast<const B*>(b),
+                                   acc.data(), batch, plan.aOffsets.data(), plan.bOffsets.data(), plan.M, plan.N,
+                                   plan.K, &aZero, 1, &bZero, 1);
+    });
+  });
   std::vector<float> multipliers(size_t(plan.N));
-  kernels::dequantizeMultipliers(aScale, bScales, bScaleCount, plan.N, multipliers.data());
-  HostTensor& y = ctx.allocateOutput(0);
-  kernels::dequantizeAccumulators(acc.data(), batch * plan.M, plan.N, 1, multipliers.data(), y.data<float>());
-  kernels::Epilogue epilogue = readEpilogue(ctx, y);
+  kernels::dequantizeMultipliers(aq.scale, bScales, bScaleCount, plan.N, multipliers.data());
+  FloatResult y(ctx);
+  kernels::dequantizeAccumulators(acc.data(), batch * plan.M, plan.N, 1, multipliers.data(), y.data());
+  kernels::Epilogue epilogue = readEpilogue(ctx, y.output());
   if (ctx.hasInput(2)) {
     epilogue.bias = float32Input(ctx, 2, plan.N, "the bias");
     epilogue.biasLength = plan.N;
   }
-  kernels::applyEpilogue(y.data<float>(), y.elementCount(), epilogue);
+  kernels::applyEpilogue(y.data(), y.output().elementCount(), epilogue);
+  y.finish();
 }
 
 }  // namespace
