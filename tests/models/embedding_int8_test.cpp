@@ -2,13 +2,12 @@
 // (espeak-ng, through the melspectrogram model), checked on the features of other sentences: with
 // the minmax and percentile calibrators each embedding stays within cosine 0.99 of FP32 (entropy:
 // 0.9, see below), and the engine is really quantized (its error > 0, its Conv layers int8).
+#include "models/support/embedding_data.h"
 #include "models/support/engine_checks.h"
 #include "models/support/model_files.h"
 #include "models/support/openwakeword.h"
-#include "models/support/speech.h"
 
 #include <kiln/builder.h>
-#include <kiln/npy.h>
 #include <kiln/onnx_importer.h>
 
 #include <gtest/gtest.h>
@@ -28,33 +27,6 @@ namespace {
 
 constexpr const char* kModel = "embedding_model.onnx";
 constexpr const char* kMelModel = "melspectrogram.onnx";
-const std::vector<std::string> kCalibrationSentences = {
-    "Alexa, set a timer for five minutes and tell me the weather.",
-    "Hey Jarvis, turn on the kitchen lights and play some music.",
-    "Remind me to call my sister tomorrow morning at nine."};
-const std::vector<std::string> kHeldOutSentences = {
-    "What is the capital of Australia, and how far away is it?",
-    "Hey Mycroft, please read me the latest news headlines."};
-
-// Every window of the sentence's features, 8 frames apart, as [count, 76, 32, 1].
-HostTensor windowsOf(const std::string& sentence, const owkw::Model& mel, int wordsPerMinute) {
-  Speech speech = synthesizeSpeech(sentence, wordsPerMinute);
-  if (!speech.whyNot.empty()) return {};
-  const std::vector<float> features = owkw::featuresOf(mel, speech.samples);
-  std::vector<int64_t> starts;
-  for (int64_t s = 0; (s + owkw::kWindowFrames) * owkw::kMelBins <= int64_t(features.size()); s += owkw::kWindowStep)
-    starts.push_back(s);
-  return owkw::windowsAt(features, starts);
-}
-
-// Rows [first, first + count) of a [rows, ...] tensor.
-HostTensor rows(const HostTensor& t, int64_t first, int64_t count) {
-  std::vector<int64_t> dims = t.dims();
-  dims[0] = count;
-  const int64_t row = t.elementCount() / t.dim(0);
-  std::vector<float> values(t.data<float>() + first * row, t.data<float>() + (first + count) * row);
-  return tensorOf(dims, values);
-}
 
 double cosine(const float* a, const float* b, int64_t n) {
   double dot = 0, na = 0, nb = 0;
@@ -84,14 +56,10 @@ TEST_F(EmbeddingInt8, HeldOutEmbeddingsStayCloseToFp32WithEveryCalibrator) {
   auto mel = owkw::referenceModel(OnnxImporter().importFile(modelPath(kMelModel).string()));
   // Calibration batches of 8 windows from three sentences; held-out windows from two others, one
   // spoken faster.
-  int batches = 0;
-  for (const auto& sentence : kCalibrationSentences) {
-    const HostTensor windows = windowsOf(sentence, mel, 160);
-    if (windows.empty()) GTEST_SKIP() << "SKIPPED: " << synthesizeSpeech(sentence).whyNot;
-    for (int64_t first = 0; first + 8 <= windows.dim(0); first += 8)
-      writeNpyFile(rows(windows, first, 8), (dir_ / ("input_1." + std::to_string(batches++) + ".npy")).string());
-  }
-  std::vector<HostTensor> heldOut = {windowsOf(kHeldOutSentences[0], mel, 160), windowsOf(kHeldOutSentences[1], mel, 200)};
+  const int batches = owkw::writeCalibrationWindows(mel, dir_);
+  if (batches == 0) GTEST_SKIP() << "SKIPPED: " << owkw::whyNoSpeech();
+  const std::vector<HostTensor> heldOut = owkw::heldOutWindows(mel);
+  ASSERT_EQ(heldOut.size(), 2u);
 
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
   const OptimizationProfile profile = {{{"input_1", rangeAlong({1, owkw::kWindowFrames, owkw::kMelBins, 1}, 0, 1, 8, 16)}}};
@@ -116,9 +84,8 @@ TEST_F(EmbeddingInt8, HeldOutEmbeddingsStayCloseToFp32WithEveryCalibrator) {
     double worstCosine = 1, errorSquares = 0, referenceSquares = 0;
     int64_t windows = 0;
     for (const HostTensor& clip : heldOut) {
-      ASSERT_FALSE(clip.empty());
       for (int64_t first = 0; first < clip.dim(0); first += 16) {
-        const HostTensor batch = rows(clip, first, std::min<int64_t>(16, clip.dim(0) - first));
+        const HostTensor batch = owkw::rows(clip, first, std::min<int64_t>(16, clip.dim(0) - first));
         const HostTensor expected = runEngine(*fp32, {{"input_1", batch}}).at("conv2d_19");
         const HostTensor actual = runEngine(*int8, {{"input_1", batch}}).at("conv2d_19");
         for (int64_t w = 0; w < batch.dim(0); ++w, ++windows)
