@@ -1,57 +1,33 @@
 // kiln build MODEL --save PLAN [precision flags] [shape profiles] [--opt-level N] ...: builds an
 // optimised engine and saves it as a plan (trtexec's conventions in Kiln's spelling).
 #include "commands.h"
+#include "console.h"
+#include "precision_options.h"
 #include "shape_specs.h"
 
 #include <kiln/builder.h>
 #include <kiln/error.h>
 #include <kiln/onnx_importer.h>
 
-#include <unistd.h>
-
 #include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <map>
 #include <optional>
-#include <cctype>
 #include <set>
 #include <sstream>
-#include <iomanip>
-#include <map>
-#include <iostream>
 
 namespace kiln::cli {
 namespace {
 
 struct BuildOptions {
-  std::string modelPath, planPath, reportPath, timingCache, backend = "cpu", workspace = "1G";
+  std::string modelPath, planPath, reportPath, timingCache, workspace = "1G";
   std::string tacticSources, tacticLock;
-  bool fp16 = false, bf16 = false, int8 = false, fp8 = false, noTf32 = false, stronglyTyped = false;
+  PrecisionOptions precision;
+  bool fp8 = false, noTf32 = false, stronglyTyped = false;
   bool strictDevice = false;
-  std::vector<std::string> minShapes, optShapes, maxShapes, profiles, layerPrecisions;
-  int optLevel = 3;
-  std::string calibData, calibrator = "entropy", calibCache;
-  double calibPercentile = 99.99;
-  int64_t calibBatches = 0;
+  std::vector<std::string> minShapes, optShapes, maxShapes, profiles;
 };
-
-// --calib-* options: where an --int8 build's activation scales come from.
-CalibrationConfig calibrationOptions(const BuildOptions& o) {
-  const bool given = !o.calibData.empty() || !o.calibCache.empty();
-  if (given && !o.int8) throw Error(ErrorCode::kInvalidArgument, "--calib-data and --calib-cache need --int8");
-  const auto calibrator = parseCalibratorKind(o.calibrator);
-  if (!calibrator)
-    throw Error(ErrorCode::kInvalidArgument,
-                "--calibrator '" + o.calibrator + "' is not a calibrator; use entropy, minmax or percentile");
-  if (!(o.calibPercentile > 0 && o.calibPercentile <= 100))
-    throw Error(ErrorCode::kInvalidArgument, "--calib-percentile must be in (0, 100], e.g. 99.99");
-  if (o.calibBatches < 0) throw Error(ErrorCode::kInvalidArgument, "--calib-batches must be 0 (all) or more");
-  CalibrationConfig c;
-  c.dataPath = o.calibData;
-  c.calibrator = *calibrator;
-  c.percentile = o.calibPercentile;
-  c.maxBatches = o.calibBatches;
-  c.cachePath = o.calibCache;
-  return c;
-}
 
 uint64_t parseSize(const std::string& text) {
   size_t pos = 0;
@@ -116,27 +92,6 @@ std::vector<OptimizationProfile> parseProfiles(const BuildOptions& o) {
   return profiles;
 }
 
-// A one-line progress bar on a terminal; nothing when stderr is a file or pipe.
-class TerminalProgress : public BuildObserver {
- public:
-  TerminalProgress() : enabled_(::isatty(STDERR_FILENO)) {}
-  ~TerminalProgress() override {
-    if (enabled_ && drawn_) std::cerr << "\r\033[K" << std::flush;
-  }
-  void progress(const BuildProgress& p) override {
-    if (!enabled_) return;
-    int width = 30, filled = int(p.fraction * width);
-    std::cerr << "\r\033[K[" << std::string(size_t(filled), '#') << std::string(size_t(width - filled), ' ') << "] "
-              << std::setw(3) << int(p.fraction * 100) << "% " << p.phase << (p.layer.empty() ? "" : " " + p.layer)
-              << std::flush;
-    drawn_ = true;
-  }
-
- private:
-  bool enabled_;
-  bool drawn_ = false;
-};
-
 // trtexec's manners: with no profile given, every dynamic dim is built as 1, with a warning that
 // says how to ask for a range.
 std::optional<OptimizationProfile> defaultProfile(const Network& network, Logger& logger) {
@@ -154,18 +109,6 @@ std::optional<OptimizationProfile> defaultProfile(const Network& network, Logger
   if (profile.inputs.empty()) return std::nullopt;
   return profile;
 }
-
-// Warnings and errors on stderr; on a terminal each first clears the progress bar's line.
-class StderrLogger : public Logger {
- public:
-  void log(Severity severity, const std::string& message) override {
-    if (severity == Severity::kWarning || severity == Severity::kError)
-      std::cerr << (clearLine_ ? "\r\033[K" : "") << "kiln: " << toString(severity) << ": " << message << "\n";
-  }
-
- private:
-  bool clearLine_ = ::isatty(STDERR_FILENO);
-};
 
 // "-cudnn,+cublaslt": the sources switched off (trtexec's --tacticSources, lower case).
 std::vector<std::string> parseTacticSources(const std::string& text) {
@@ -185,34 +128,16 @@ std::vector<std::string> parseTacticSources(const std::string& text) {
 
 void runBuild(const BuildOptions& o) {
   BuilderConfig config;
-  const auto backend = parseBackendKind(o.backend);
-  if (!backend)
-    throw Error(ErrorCode::kInvalidArgument, "--backend '" + o.backend + "' is not a backend; use cpu or cuda (or "
-                                             "cpu-device, the test device backend)");
-  config.backend = *backend;
+  applyPrecisionOptions(o.precision, config);
   config.strictDevice = o.strictDevice;
-  config.allowFP16 = o.fp16;
-  config.allowBF16 = o.bf16;
-  config.allowINT8 = o.int8;
   config.allowFP8 = o.fp8;
   config.allowTF32 = !o.noTf32;
   config.strongTyping = o.stronglyTyped;
-  config.calibration = calibrationOptions(o);
-  if (o.optLevel < 0 || o.optLevel > 5)
-    throw Error(ErrorCode::kInvalidArgument, "--opt-level " + std::to_string(o.optLevel) + " is outside 0-5");
-  config.optimizationLevel = o.optLevel;
   config.workspaceBytes = parseSize(o.workspace);
   config.timingCachePath = o.timingCache;
   config.disabledTacticSources = parseTacticSources(o.tacticSources);
   config.tacticLockPath = o.tacticLock;
   config.profiles = parseProfiles(o);
-  for (const auto& spec : o.layerPrecisions) {
-    size_t colon = spec.rfind(':');
-    auto precision = colon == std::string::npos ? std::nullopt : parsePrecision(spec.substr(colon + 1));
-    if (!precision)
-      throw Error(ErrorCode::kInvalidArgument, "--layer-precision '" + spec + "' must look like LAYER:fp32 (fp32, fp16, bf16, int8, fp8)");
-    config.layerPrecisions[spec.substr(0, colon)] = *precision;
-  }
   auto network = OnnxImporter().importFile(o.modelPath);
   StderrLogger logger;
   if (config.profiles.empty())
@@ -235,6 +160,8 @@ void runBuild(const BuildOptions& o) {
     if (!pass.changes.empty())
       std::cout << "  pass " << std::left << std::setw(22) << pass.name << pass.layersBefore << " -> " << pass.layersAfter
                 << " layers (" << pass.changes.size() << " changes)\n";
+  if (!config.layerPrecisions.empty())
+    std::cout << "  " << config.layerPrecisions.size() << " layer precision constraint(s) held\n";
   std::cout << "  activations: " << r.peakActivationBytes << " bytes peak (" << r.naiveActivationBytes
             << " without sharing), weights: " << r.weightBytes << " bytes\n";
   std::map<std::string, int> inserted, fallbacks;
@@ -254,7 +181,7 @@ void runBuild(const BuildOptions& o) {
                                                              ? std::string()
                                                              : ", cache written to " + r.calibration.cachePath))
               << "\n";
-  if (o.int8)
+  if (o.precision.int8)
     std::cout << "  int8: " << int8Layers << " layer(s); " << keptFloat
               << " Conv/MatMul/Gemm layer(s) stay float (kiln inspect shows why)\n";
   if (!r.qdq.empty()) {
@@ -266,7 +193,6 @@ void runBuild(const BuildOptions& o) {
   for (const auto& [role, count] : inserted) std::cout << "  inserted " << count << " " << role << " layer(s)\n";
   for (const auto& [backend, count] : fallbacks)
     std::cout << "  " << count << " layer(s) fell back to the " << backend << " backend (kiln inspect shows why)\n";
-
 }
 
 }  // namespace
@@ -276,21 +202,7 @@ Command addBuildCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("build", "Build an optimised engine from an ONNX model and save it as a plan");
   sub->add_option("MODEL", o->modelPath, "ONNX model file (.onnx)")->required();
   sub->add_option("--save", o->planPath, "Where to write the plan (written atomically)")->required();
-  sub->add_flag("--fp16", o->fp16, "Allow float16 layers (on the CPU: fp16 activations and weights between layers)");
-  sub->add_flag("--bf16", o->bf16, "Allow bfloat16 layers");
-  sub->add_flag("--int8", o->int8,
-                "Quantize Conv/MatMul/Gemm layers to int8 (post-training: scales from --calib-data or --calib-cache)");
-  sub->add_option("--calib-data", o->calibData,
-                  "Folder of .npy calibration batches: NAME.npy or NAME.0.npy, NAME.1.npy, ... per input NAME "
-                  "(characters other than letters, digits, . - _ become _); dim 0 of a file is the batch, and a "
-                  "file of k*B samples gives k batches where the model fixes dim 0 to B");
-  sub->add_option("--calibrator", o->calibrator,
-                  "entropy (TensorRT's KL divergence, default), minmax (largest |x|) or percentile (of |x|)");
-  sub->add_option("--calib-percentile", o->calibPercentile, "The percentile calibrator's percentile (default 99.99)");
-  sub->add_option("--calib-batches", o->calibBatches, "Calibrate on the first N batches (default: all)");
-  sub->add_option("--calib-cache", o->calibCache,
-                  "Calibration cache: read when it exists (no data needed; refused for another model or "
-                  "calibrator), else written after calibrating");
+  addPrecisionOptions(sub, o->precision);
   sub->add_flag("--fp8", o->fp8, "Allow fp8 layers (the CPU backend has none: a warning names the layers)");
   sub->add_flag("--no-tf32", o->noTf32, "Disallow TF32 for fp32 matrix work (CUDA)");
   sub->add_flag("--strongly-typed", o->stronglyTyped, "Keep the model's own types (no precision search)");
@@ -300,18 +212,14 @@ Command addBuildCommand(CLI::App& app) {
   sub->add_option("--max-shapes", o->maxShapes, "NAME:DIMS,...: largest shapes of the profile")->allow_extra_args(false);
   sub->add_option("--profile", o->profiles, "NAME:MIN/OPT/MAX,...: one whole profile, e.g. x:1x3x224x224/8x3x224x224/32x3x224x224")
       ->allow_extra_args(false);
-  sub->add_option("--opt-level", o->optLevel, "Optimisation level 0-5 (0: no graph passes; default 3)");
   sub->add_option("--workspace", o->workspace, "Scratch memory limit for tactics, e.g. 512M, 2G (default 1G)");
   sub->add_option("--timing-cache", o->timingCache, "Timing cache file, read and updated");
   sub->add_option("--tactic-sources", o->tacticSources,
                   "Switch tactic sources off or on: -cudnn,+cublaslt (sources: cudnn, cublaslt, cuda, cpu)");
   sub->add_option("--tactic-lock", o->tacticLock,
                   "Tactic lock file: replayed where it exists (no timing), else written with this build's choices");
-  sub->add_option("--backend", o->backend, "cpu or cuda (default cpu); cpu-device: the test device backend");
   sub->add_flag("--strict-device", o->strictDevice,
                 "Fail the build when a layer cannot run on the backend, instead of falling back to the CPU");
-  sub->add_option("--layer-precision", o->layerPrecisions, "LAYER:PRECISION: force a layer's precision (repeatable)")
-      ->allow_extra_args(false);
   sub->add_option("--export-report", o->reportPath, "Write the build report (passes, layers, memory) as JSON");
   return {sub, [o] { runBuild(*o); }};
 }

@@ -18,6 +18,7 @@ Command addRunCommand(CLI::App& app);
 Command addBuildCommand(CLI::App& app);
 Command addCompareCommand(CLI::App& app);
 Command addProfileCommand(CLI::App& app);
+Command addDebugCommand(CLI::App& app);
 
 // `kiln inspect PLAN`: the engine's layers (type, precision, tactic, shapes, fused ONNX nodes).
 void inspectPlan(const std::string& path, bool json);

@@ -23,12 +23,12 @@ int exitCodeFor(const kiln::Error& error) {
 
 int main(int argc, char** argv) {
   kiln::keepFreedHostMemory();
-  CLI::App app{"kiln: inspect, run, build, compare and profile ONNX models and Kiln plans", "kiln"};
+  CLI::App app{"kiln: inspect, run, build, compare, profile and debug ONNX models and Kiln plans", "kiln"};
   app.set_version_flag("--version", "kiln " KILN_VERSION);
   app.require_subcommand(1);
   std::vector<kiln::cli::Command> commands = {kiln::cli::addInspectCommand(app), kiln::cli::addRunCommand(app),
                                              kiln::cli::addBuildCommand(app), kiln::cli::addCompareCommand(app),
-                                             kiln::cli::addProfileCommand(app)};
+                                             kiln::cli::addProfileCommand(app), kiln::cli::addDebugCommand(app)};
 
   try {
     // CLI11 would only say "a subcommand is required"; name the word it did not know instead.
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     });
     if (argc > 1 && argv[1][0] != '-' && !knownCommand)
       throw kiln::Error(kiln::ErrorCode::kInvalidArgument,
-                        std::string("unknown command '") + argv[1] + "'; the commands are inspect and run (see kiln --help)");
+                        std::string("unknown command '") + argv[1] + "'; the commands are inspect, run, build, compare, profile and debug (see kiln --help)");
     app.parse(argc, argv);
     for (const auto& command : commands)
       if (command.parser->parsed()) command.run();

@@ -36,6 +36,9 @@ struct TensorMetrics {
   double cosineSimilarity = 1;
   double snrDb = 0;              // 10 log10(sum ref^2 / sum err^2); +inf reported as 999
   int64_t failing = 0;           // elements outside the tolerance (NaN/Inf mismatches included)
+  // The worst |candidate - reference| / (atol + rtol * |reference|): the tolerance passes up to 1;
+  // infinite for NaN/Inf mismatches (a continuous score where `failing` only counts).
+  double toleranceRatio = 0;
   bool pass = true;
   std::string why;               // when not comparable (shape/dtype mismatch)
   // Counts of |error| per decade: [<1e-7, 1e-7..1e-6, ..., 1e-1..1, >=1].

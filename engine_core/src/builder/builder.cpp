@@ -9,6 +9,7 @@
 #include "../runtime/precision_convert.h"
 #include "conversion_layers.h"
 #include "int8_quantization.h"
+#include "layer_constraints.h"
 #include "memory_planner.h"
 #include "placement.h"
 #include "precision_planner.h"
@@ -191,6 +192,7 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
     logger_.log(Severity::kInfo, "pass " + pass.name + ": " + std::to_string(pass.layersBefore) + " -> " +
                                      std::to_string(pass.layersAfter) + " layers");
   network->sortLayersTopologically();
+  checkLayerConstraintNames(input, *network, config);
   std::map<std::string, std::string> keptFloat;  // layer -> why it is not int8
   if (isExplicitlyQuantized(input)) {  // the model states its quantization (TensorRT's explicit mode)
     keptFloat = fuseExplicitQuantization(input, *network, config, *engineBackend, report);

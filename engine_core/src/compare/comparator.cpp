@@ -36,13 +36,16 @@ TensorMetrics measureTensor(const std::string& name, const HostTensor& reference
     if (bothNan || sameInf) continue;
     if (!std::isfinite(r) || !std::isfinite(c)) {
       ++m.failing;
-      m.maxAbsError = std::numeric_limits<double>::infinity();
+      m.maxAbsError = m.toleranceRatio = std::numeric_limits<double>::infinity();
       continue;
     }
     double err = std::fabs(c - r);
+    const double allowed = tol.atol + tol.rtol * std::fabs(r);
+    if (err > 0)
+      m.toleranceRatio = std::max(m.toleranceRatio, allowed > 0 ? err / allowed : std::numeric_limits<double>::infinity());
     m.maxAbsError = std::max(m.maxAbsError, err);
     if (std::fabs(r) > 1e-12) m.maxRelError = std::max(m.maxRelError, err / std::fabs(r));
-    if (err > tol.atol + tol.rtol * std::fabs(r)) ++m.failing;
+    if (err > allowed) ++m.failing;
     sumAbs += err;
     sumRef2 += r * r;
     sumErr2 += err * err;
@@ -109,6 +112,7 @@ std::string ComparisonReport::toJson(int indent) const {
                 {"cosine_similarity", m.cosineSimilarity},
                 {"snr_db", m.snrDb},
                 {"failing", m.failing},
+                {"tolerance_ratio", finite(m.toleranceRatio)},
                 {"pass", m.pass},
                 {"why", m.why},
                 {"error_histogram", m.errorHistogram}};

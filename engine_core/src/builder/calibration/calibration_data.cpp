@@ -1,5 +1,7 @@
 #include "calibration_data.h"
 
+#include <kiln/input_batches.h>
+
 #include <kiln/error.h>
 #include <kiln/npy.h>
 
@@ -14,15 +16,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void fail(const std::string& why) {
-  throw Error(ErrorCode::kInvalidArgument, "calibration data: " + why);
+// `what` names the data in errors: "calibration data", "input data".
+[[noreturn]] void fail(const std::string& what, const std::string& why) {
+  throw Error(ErrorCode::kInvalidArgument, what + ": " + why);
 }
 
 std::string shapeText(const std::vector<int64_t>& dims) { return Shape::fromDims(dims).toString(); }
 
 // The files of one input, in batch order: NAME.npy alone, or NAME.0.npy, NAME.1.npy, ...
-std::vector<fs::path> filesOf(const fs::path& folder, const std::string& input, const std::set<std::string>& present,
-                              std::set<std::string>& claimed) {
+std::vector<fs::path> filesOf(const std::string& what, const fs::path& folder, const std::string& input,
+                              const std::set<std::string>& present, std::set<std::string>& claimed) {
   const std::string stem = fileStemOf(input);
   std::vector<fs::path> files;
   if (present.count(stem + ".npy")) {
@@ -39,41 +42,42 @@ std::vector<fs::path> filesOf(const fs::path& folder, const std::string& input, 
                                    ? name.substr(stem.size() + 1, name.size() - stem.size() - 5)
                                    : "";
     if (!middle.empty() && middle.find_first_not_of("0123456789") == std::string::npos && !claimed.count(name))
-      fail(name + " in " + folder.string() + " follows a gap: " + stem + "." + std::to_string(numbered) +
+      fail(what, name + " in " + folder.string() + " follows a gap: " + stem + "." + std::to_string(numbered) +
            ".npy is missing (number the batches of input '" + input + "' from 0 without gaps)");
   }
   if (files.size() > 1 && present.count(stem + ".npy"))
-    fail("input '" + input + "' has both " + stem + ".npy and numbered files " + stem +
+    fail(what, "input '" + input + "' has both " + stem + ".npy and numbered files " + stem +
          ".0.npy, ... in " + folder.string() + "; keep one of the two forms");
   if (files.empty())
-    fail("no file for input '" + input + "' in " + folder.string() + " (expected " + stem + ".npy, or " + stem +
+    fail(what, "no file for input '" + input + "' in " + folder.string() + " (expected " + stem + ".npy, or " + stem +
          ".0.npy, " + stem + ".1.npy, ... one batch a file)");
   return files;
 }
 
-void checkFinite(const HostTensor& t, const fs::path& file) {
+void checkFinite(const std::string& what, const HostTensor& t, const fs::path& file) {
   if (t.dtype() != DataType::kFloat32 && t.dtype() != DataType::kFloat64 && t.dtype() != DataType::kFloat16) return;
   for (double v : t.toDoubleVector())
-    if (!std::isfinite(v)) fail(file.string() + " holds a non-finite value (NaN or infinity)");
+    if (!std::isfinite(v)) fail(what, file.string() + " holds a non-finite value (NaN or infinity)");
 }
 
 // The batches a file gives for an input of `declared` type and shape.
-std::vector<HostTensor> batchesOf(const HostTensor& data, const Tensor& declared, const fs::path& file) {
+std::vector<HostTensor> batchesOf(const std::string& what, const HostTensor& data, const Tensor& declared,
+                                  const fs::path& file) {
   if (data.dtype() != declared.dtype)
-    fail(file.string() + " holds " + std::string(toString(data.dtype())) + " values but input '" + declared.name +
+    fail(what, file.string() + " holds " + std::string(toString(data.dtype())) + " values but input '" + declared.name +
          "' is " + std::string(toString(declared.dtype)) + " (convert it, e.g. with numpy's astype)");
   const Shape& shape = declared.shape;
   const auto mismatch = [&](const std::string& why) {
-    fail(file.string() + " has shape " + shapeText(data.dims()) + " but input '" + declared.name + "' is " +
+    fail(what, file.string() + " has shape " + shapeText(data.dims()) + " but input '" + declared.name + "' is " +
          shape.toString() + ": " + why);
   };
   if (shape.hasRank() && data.rank() != shape.rank())
     mismatch("the ranks differ (dim 0 of a file is the batch)");
-  if (data.rank() == 0) mismatch("a calibration file needs a batch dim");
+  if (data.rank() == 0) mismatch("a file needs a batch dim (dim 0)");
   if (data.dim(0) == 0) mismatch("it holds no samples");
   for (size_t d = 1; shape.hasRank() && d < shape.rank(); ++d)
     if (shape[d].isKnown() && shape[d].value() != data.dim(d)) mismatch("dim " + std::to_string(d) + " differs");
-  checkFinite(data, file);
+  checkFinite(what, data, file);
   if (!shape.hasRank() || !shape[0].isKnown()) return {data};
   const int64_t batch = shape[0].value();
   if (data.dim(0) % batch != 0)
@@ -101,35 +105,36 @@ std::string fileStemOf(const std::string& inputName) {
   return stem;
 }
 
-std::vector<Batch> loadCalibrationData(const Network& network, const std::string& folder, int64_t maxBatches) {
+std::vector<Batch> loadCalibrationData(const Network& network, const std::string& folder, int64_t maxBatches,
+                                       const std::string& what) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec))
-    fail("'" + folder + "' is not a folder (give a folder of .npy files named by input)");
+    fail(what, "'" + folder + "' is not a folder (give a folder of .npy files named by input)");
   std::set<std::string> present;
   for (const auto& entry : fs::directory_iterator(folder, ec))
     if (entry.path().extension() == ".npy") present.insert(entry.path().filename().string());
-  if (ec) fail("cannot list '" + folder + "': " + ec.message());
+  if (ec) fail(what, "cannot list '" + folder + "': " + ec.message());
 
   std::set<std::string> claimed;
   std::map<std::string, std::vector<HostTensor>> perInput;
   for (const auto& name : network.runtimeInputs()) {
     const Tensor& declared = network.tensor(name);
-    for (const fs::path& file : filesOf(folder, name, present, claimed))
-      for (HostTensor& batch : batchesOf(readNpyFile(file.string()), declared, file))
+    for (const fs::path& file : filesOf(what, folder, name, present, claimed))
+      for (HostTensor& batch : batchesOf(what, readNpyFile(file.string()), declared, file))
         perInput[name].push_back(std::move(batch));
   }
   for (const auto& file : present)
     if (!claimed.count(file)) {
       std::string inputs;
       for (const auto& name : network.runtimeInputs()) inputs += (inputs.empty() ? "'" : ", '") + name + "'";
-      fail((fs::path(folder) / file).string() + " names no input of the model (its inputs: " + inputs +
+      fail(what, (fs::path(folder) / file).string() + " names no input of the model (its inputs: " + inputs +
            "); remove it or rename it after an input");
     }
 
   size_t count = perInput.empty() ? 0 : perInput.begin()->second.size();
   for (const auto& [name, batches] : perInput)
     if (batches.size() != count)
-      fail("input '" + perInput.begin()->first + "' has " + std::to_string(count) + " batch(es) but '" + name +
+      fail(what, "input '" + perInput.begin()->first + "' has " + std::to_string(count) + " batch(es) but '" + name +
            "' has " + std::to_string(batches.size()) + "; every input needs the same number");
   if (maxBatches > 0) count = std::min(count, size_t(maxBatches));
   std::vector<Batch> batches(count);
@@ -139,3 +144,12 @@ std::vector<Batch> loadCalibrationData(const Network& network, const std::string
 }
 
 }  // namespace kiln::calibration
+
+namespace kiln {
+
+std::vector<std::map<std::string, HostTensor>> loadInputBatches(const Network& network, const std::string& folder,
+                                                                int64_t maxBatches) {
+  return calibration::loadCalibrationData(network, folder, maxBatches, "input data");
+}
+
+}  // namespace kiln

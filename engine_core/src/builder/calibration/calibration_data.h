@@ -21,6 +21,8 @@ std::string fileStemOf(const std::string& inputName);
 // kiln::Error(kInvalidArgument) naming the file and what is wrong: a missing input, files numbered
 // with gaps, a file that names no input, a dtype or shape the input does not take, a non-finite
 // value, inputs with different batch counts.
-std::vector<Batch> loadCalibrationData(const Network& network, const std::string& folder, int64_t maxBatches);
+// `what` names the data in the errors.
+std::vector<Batch> loadCalibrationData(const Network& network, const std::string& folder, int64_t maxBatches,
+                                       const std::string& what = "calibration data");
 
 }  // namespace kiln::calibration

@@ -1,0 +1,78 @@
+#include "precision_options.h"
+
+#include <kiln/error.h>
+#include <kiln/layer_precision_file.h>
+
+namespace kiln::cli {
+namespace {
+
+// --calib-* options: where an --int8 build's activation scales come from.
+CalibrationConfig calibrationOptions(const PrecisionOptions& o) {
+  const bool given = !o.calibData.empty() || !o.calibCache.empty();
+  if (given && !o.int8) throw Error(ErrorCode::kInvalidArgument, "--calib-data and --calib-cache need --int8");
+  const auto calibrator = parseCalibratorKind(o.calibrator);
+  if (!calibrator)
+    throw Error(ErrorCode::kInvalidArgument,
+                "--calibrator '" + o.calibrator + "' is not a calibrator; use entropy, minmax or percentile");
+  if (!(o.calibPercentile > 0 && o.calibPercentile <= 100))
+    throw Error(ErrorCode::kInvalidArgument, "--calib-percentile must be in (0, 100], e.g. 99.99");
+  if (o.calibBatches < 0) throw Error(ErrorCode::kInvalidArgument, "--calib-batches must be 0 (all) or more");
+  CalibrationConfig c;
+  c.dataPath = o.calibData;
+  c.calibrator = *calibrator;
+  c.percentile = o.calibPercentile;
+  c.maxBatches = o.calibBatches;
+  c.cachePath = o.calibCache;
+  return c;
+}
+
+}  // namespace
+
+void addPrecisionOptions(CLI::App* sub, PrecisionOptions& o) {
+  sub->add_flag("--fp16", o.fp16, "Allow float16 layers (on the CPU: fp16 activations and weights between layers)");
+  sub->add_flag("--bf16", o.bf16, "Allow bfloat16 layers");
+  sub->add_flag("--int8", o.int8,
+                "Quantize Conv/MatMul/Gemm layers to int8 (post-training: scales from --calib-data or --calib-cache)");
+  sub->add_option("--calib-data", o.calibData,
+                  "Folder of .npy calibration batches: NAME.npy or NAME.0.npy, NAME.1.npy, ... per input NAME "
+                  "(characters other than letters, digits, . - _ become _); dim 0 of a file is the batch, and a "
+                  "file of k*B samples gives k batches where the model fixes dim 0 to B");
+  sub->add_option("--calibrator", o.calibrator,
+                  "entropy (TensorRT's KL divergence, default), minmax (largest |x|) or percentile (of |x|)");
+  sub->add_option("--calib-percentile", o.calibPercentile, "The percentile calibrator's percentile (default 99.99)");
+  sub->add_option("--calib-batches", o.calibBatches, "Calibrate on the first N batches (default: all)");
+  sub->add_option("--calib-cache", o.calibCache,
+                  "Calibration cache: read when it exists (no data needed; refused for another model or "
+                  "calibrator), else written after calibrating");
+  sub->add_option("--opt-level", o.optLevel, "Optimisation level 0-5 (0: no graph passes; default 3)");
+  sub->add_option("--backend", o.backend, "cpu or cuda (default cpu); cpu-device: the test device backend");
+  sub->add_option("--layer-precision", o.layerPrecisions,
+                  "LAYER:PRECISION: force an engine layer's precision (repeatable; names as `kiln inspect PLAN` "
+                  "lists them)")
+      ->allow_extra_args(false);
+  sub->add_option("--layer-precision-file", o.layerPrecisionFile,
+                  "File of LAYER:PRECISION lines ('#' comments), as `kiln debug precision --write-constraints` "
+                  "writes it; --layer-precision wins where both name a layer");
+}
+
+void applyPrecisionOptions(const PrecisionOptions& o, BuilderConfig& config) {
+  const auto backend = parseBackendKind(o.backend);
+  if (!backend)
+    throw Error(ErrorCode::kInvalidArgument, "--backend '" + o.backend + "' is not a backend; use cpu or cuda (or "
+                                             "cpu-device, the test device backend)");
+  config.backend = *backend;
+  config.allowFP16 = o.fp16;
+  config.allowBF16 = o.bf16;
+  config.allowINT8 = o.int8;
+  config.calibration = calibrationOptions(o);
+  if (o.optLevel < 0 || o.optLevel > 5)
+    throw Error(ErrorCode::kInvalidArgument, "--opt-level " + std::to_string(o.optLevel) + " is outside 0-5");
+  config.optimizationLevel = o.optLevel;
+  if (!o.layerPrecisionFile.empty()) config.layerPrecisions = readLayerPrecisionFile(o.layerPrecisionFile);
+  for (const auto& spec : o.layerPrecisions) {
+    auto [layer, precision] = parseLayerPrecision(spec, "--layer-precision");
+    config.layerPrecisions[layer] = precision;
+  }
+}
+
+}  // namespace kiln::cli
