@@ -23,6 +23,7 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <map>
 
 namespace kiln::cuda {
@@ -31,7 +32,7 @@ namespace {
 namespace k = kernels::cuda;
 
 constexpr const char* kTacticPrefix = "cudnn.graph.conv.";
-constexpr size_t kEngineCandidates = 4;
+constexpr size_t kEngineCandidates = 4;  // re-resolving a config at run time; tactics list LayerInputs::candidateBudget
 constexpr uint64_t kAlignment = 256;
 
 uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
@@ -360,7 +361,7 @@ std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, co
       Resolved r{problemOf(layer, spec, x, w, ConvFusion(f), 16), nullptr};
       auto graph = graphFor(handle, r.problem, layer.describe());
       if (!graph) continue;
-      for (const EngineChoice& choice : graph->rankedEngines(kEngineCandidates)) {
+      for (const EngineChoice& choice : graph->rankedEngines(size_t(std::max(1, inputs.candidateBudget)))) {
         if (!(r.plan = planFor(handle, *graph, r.problem, choice))) continue;
         Tactic& t = tactics.emplace_back();
         t.id = kTacticPrefix + std::string(precisionTag(precision)) + ".c" + std::to_string(tactics.size() - 1);
