@@ -1,6 +1,7 @@
 // kiln build MODEL --save PLAN [precision flags] [shape profiles] [--opt-level N] ...: builds an
 // optimised engine and saves it as a plan (trtexec's conventions in Kiln's spelling).
 #include "commands.h"
+#include "build_progress.h"
 #include "console.h"
 #include "precision_options.h"
 #include "shape_specs.h"
@@ -25,7 +26,7 @@ struct BuildOptions {
   std::string tacticSources, tacticLock;
   PrecisionOptions precision;
   bool fp8 = false, noTf32 = false, stronglyTyped = false;
-  bool strictDevice = false;
+  bool strictDevice = false, verbose = false;
   std::vector<std::string> minShapes, optShapes, maxShapes, profiles;
 };
 
@@ -126,6 +127,22 @@ std::vector<std::string> parseTacticSources(const std::string& text) {
   return off;
 }
 
+// --verbose: each layer that had a choice, its candidates in the backend's order with their times
+// and statuses, the chosen one marked.
+void printTacticCandidates(const BuildReport& report) {
+  std::cout << "  tactics (* chosen; ms: median at the opt shapes):\n";
+  for (const LayerSummary& l : report.layers) {
+    if (l.tacticCandidates.size() < 2) continue;
+    std::cout << "    " << l.name << " (" << l.type << ", " << l.precision << ")\n";
+    for (const TacticCandidate& c : l.tacticCandidates) {
+      std::ostringstream time;
+      if (c.milliseconds >= 0) time << std::fixed << std::setprecision(4) << c.milliseconds << " ms";
+      std::cout << "      " << (c.tactic == l.tactic ? "* " : "  ") << std::left << std::setw(34) << c.tactic
+                << std::setw(13) << (c.milliseconds >= 0 ? time.str() : "-") << c.status << std::right << "\n";
+    }
+  }
+}
+
 void runBuild(const BuildOptions& o) {
   BuilderConfig config;
   applyPrecisionOptions(o.precision, config);
@@ -144,8 +161,17 @@ void runBuild(const BuildOptions& o) {
     if (auto profile = defaultProfile(*network, logger)) config.profiles.push_back(std::move(*profile));
   BuildResult result;
   {
-    TerminalProgress progress;
-    result = Builder(logger).build(*network, config, &progress);
+    InterruptHandler interrupts;
+    BuildProgressPrinter progress;
+    try {
+      result = Builder(logger).build(*network, config, &progress);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kCancelled) throw;
+      const BuildProgress& at = progress.last();
+      throw Error(ErrorCode::kCancelled,
+                  "build interrupted during " + at.phase + (at.layer.empty() ? "" : " at layer '" + at.layer + "'") +
+                      "; nothing was written (no plan, timing cache or tactic lock)");
+    }
   }
   writeFileAtomically(o.planPath, result.plan);
   if (!o.reportPath.empty()) {
@@ -193,6 +219,7 @@ void runBuild(const BuildOptions& o) {
   for (const auto& [role, count] : inserted) std::cout << "  inserted " << count << " " << role << " layer(s)\n";
   for (const auto& [backend, count] : fallbacks)
     std::cout << "  " << count << " layer(s) fell back to the " << backend << " backend (kiln inspect shows why)\n";
+  if (o.verbose) printTacticCandidates(r);
 }
 
 }  // namespace
@@ -220,7 +247,9 @@ Command addBuildCommand(CLI::App& app) {
                   "Tactic lock file: replayed where it exists (no timing), else written with this build's choices");
   sub->add_flag("--strict-device", o->strictDevice,
                 "Fail the build when a layer cannot run on the backend, instead of falling back to the CPU");
-  sub->add_option("--export-report", o->reportPath, "Write the build report (passes, layers, memory) as JSON");
+  sub->add_option("--export-report", o->reportPath,
+                  "Write the build report (passes, layers with every tactic candidate's time, memory) as JSON");
+  sub->add_flag("--verbose", o->verbose, "Print every layer's tactic candidates, their times and the choice");
   return {sub, [o] { runBuild(*o); }};
 }
 

@@ -1,5 +1,6 @@
 // kiln: the command-line front end. Exit codes: 0 success, 1 the model or a file could not be
-// loaded, run or written, 2 the command line (or an input it names) is wrong.
+// loaded, run or written, 2 the command line (or an input it names) is wrong, 130 interrupted
+// (Ctrl-C stopped a build; the shells' 128 + SIGINT).
 #include "commands.h"
 
 #include <kiln/error.h>
@@ -14,8 +15,10 @@ namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitInterrupted = 130;
 
 int exitCodeFor(const kiln::Error& error) {
+  if (error.code() == kiln::ErrorCode::kCancelled) return kExitInterrupted;
   return error.code() == kiln::ErrorCode::kInvalidArgument ? kExitUsage : kExitFailure;
 }
 

@@ -44,7 +44,11 @@ void addPrecisionOptions(CLI::App* sub, PrecisionOptions& o) {
   sub->add_option("--calib-cache", o.calibCache,
                   "Calibration cache: read when it exists (no data needed; refused for another model or "
                   "calibrator), else written after calibrating");
-  sub->add_option("--opt-level", o.optLevel, "Optimisation level 0-5 (0: no graph passes; default 3)");
+  sub->add_option("--opt-level", o.optLevel,
+                  "Optimisation level 0-5: 0 no graph passes and each layer's first tactic, untimed; 1 basic "
+                  "passes, first tactics; 2 BatchNorm folding and epilogue fusion, the first two tactics timed; 3 "
+                  "(default) every pass, every tactic timed; 4, 5 twice and four times as many library candidates "
+                  "(cuBLASLt heuristics, cuDNN engine configs)");
   sub->add_option("--backend", o.backend, "cpu or cuda (default cpu); cpu-device: the test device backend");
   sub->add_option("--layer-precision", o.layerPrecisions,
                   "LAYER:PRECISION: force an engine layer's precision (repeatable; names as `kiln inspect PLAN` "

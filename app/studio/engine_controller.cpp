@@ -1,6 +1,7 @@
 #include "engine_controller.h"
 
 #include <kiln/error.h>
+#include <kiln/performance.h>
 #include <kiln/runners.h>
 
 #include <QtConcurrent/QtConcurrentRun>
@@ -17,8 +18,9 @@ class BuildBridge : public kiln::BuildObserver, public kiln::Logger {
   void progress(const kiln::BuildProgress& progress) override {
     QMetaObject::invokeMethod(controller_, [controller = controller_, fraction = progress.fraction,
                                             phase = QString::fromStdString(progress.phase),
-                                            layer = QString::fromStdString(progress.layer)] {
-      emit controller->buildProgress(fraction, phase, layer);
+                                            layer = QString::fromStdString(progress.layer),
+                                            tactic = QString::fromStdString(progress.tactic)] {
+      emit controller->buildProgress(fraction, phase, layer, tactic);
     }, Qt::QueuedConnection);
   }
   bool cancelled() override { return cancelled_.load(); }
@@ -94,19 +96,31 @@ void EngineController::build(std::shared_ptr<const kiln::Network> network, const
         built->plan = std::move(result.plan);
         built->report = std::move(result.report);
         built->precision = precision;
+        built->cudaGraphs = config.cudaGraphs;
         return std::any(std::shared_ptr<const BuiltEngine>(std::move(built)));
       },
       [this](std::any& result) { emit buildFinished(std::any_cast<std::shared_ptr<const BuiltEngine>>(result)); });
 }
 
 void EngineController::profile(std::shared_ptr<const kiln::Engine> engine, const kiln::views::InputSource& source,
-                               int iterations) {
+                               int iterations, bool cudaGraph) {
   if (isBusy() || !engine) return;
   start(
       Job::kProfile,
-      [engine, source, iterations] {
+      [engine, source, iterations, cudaGraph] {
         const auto inputs = kiln::views::makeInputs(engine->ioTensors(), engine->profiles(), source);
-        return std::any(kiln::profileEngine(*engine, inputs, iterations));
+        if (!cudaGraph) return std::any(kiln::profileEngine(*engine, inputs, iterations));
+        // Layer times need each launch on its own; the total comes from graph replays without them.
+        kiln::PerformanceOptions options;
+        options.iterations = iterations;
+        options.durationSeconds = 0;
+        options.dataTransfers = false;
+        options.layerProfileRuns = iterations;
+        options.cudaGraph = true;
+        const kiln::PerformanceReport measured = kiln::measurePerformance(*engine, inputs, options);
+        kiln::ProfileReport report = measured.layers;
+        report.totalMedianMs = measured.compute.median;
+        return std::any(std::move(report));
       },
       [this](std::any& result) { emit profileFinished(std::any_cast<const kiln::ProfileReport&>(result)); });
 }

@@ -24,6 +24,7 @@ struct BuiltEngine {
   kiln::BuildReport report;
   std::shared_ptr<const kiln::Engine> engine;
   QString precision;  // "fp16"
+  bool cudaGraphs = false;  // profile it replayed as a CUDA graph (BuilderConfig::cudaGraphs)
 };
 
 class EngineController : public QObject {
@@ -38,7 +39,9 @@ class EngineController : public QObject {
   Job job() const { return job_; }
 
   void build(std::shared_ptr<const kiln::Network> network, const kiln::BuilderConfig& config, const QString& precision);
-  void profile(std::shared_ptr<const kiln::Engine> engine, const kiln::views::InputSource& inputs, int iterations);
+  // Per-layer times; with `cudaGraph` the run's total is the engine's launches replayed as a CUDA graph.
+  void profile(std::shared_ptr<const kiln::Engine> engine, const kiln::views::InputSource& inputs, int iterations,
+               bool cudaGraph = false);
   void compare(std::shared_ptr<const kiln::Network> network, std::shared_ptr<const BuiltEngine> built,
                const kiln::views::InputSource& inputs, const kiln::Tolerance& tolerance);
   // Stops a build at its next progress point; profile and compare runs finish unseen.
@@ -48,7 +51,7 @@ class EngineController : public QObject {
 
  signals:
   void jobStarted(Job job);
-  void buildProgress(double fraction, const QString& phase, const QString& layer);
+  void buildProgress(double fraction, const QString& phase, const QString& layer, const QString& tactic);
   void logLine(const QString& line);
   void buildFinished(std::shared_ptr<const BuiltEngine> built);
   void profileFinished(const kiln::ProfileReport& report);

@@ -100,7 +100,9 @@ EnginePanels::EnginePanels(QMainWindow* window, Document* document, kiln::views:
   connect(controller_, &EngineController::profileFinished, this, [this](const kiln::ProfileReport& report) {
     timing_->setProfile(report, tr("local run"));
     raise(timingDock_);
-    status(tr("Profiled: %1 ms per run").arg(report.totalMedianMs, 0, 'f', 3));
+    const bool graph = document_->built() && document_->built()->cudaGraphs;
+    status((graph ? tr("Profiled: %1 ms per run as a CUDA graph") : tr("Profiled: %1 ms per run"))
+               .arg(report.totalMedianMs, 0, 'f', 3));
     updateActions();
     emit profileShown();
   });
@@ -184,7 +186,7 @@ void EnginePanels::startBuild() {
 
 void EnginePanels::startProfile() {
   if (!document_->built() || controller_->isBusy()) return;
-  controller_->profile(document_->built()->engine, InputSource{}, timing_->iterations());
+  controller_->profile(document_->built()->engine, InputSource{}, timing_->iterations(), document_->built()->cudaGraphs);
 }
 
 void EnginePanels::startComparison() {

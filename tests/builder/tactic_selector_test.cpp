@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -67,6 +68,8 @@ class FakeBackend : public Backend {
  public:
   explicit FakeBackend(std::vector<FakeTactic> offered) : offered_(std::move(offered)) {}
   mutable std::map<std::string, int> runs;
+  // Lists only the first LayerInputs::candidateBudget of its tactics, as a library heuristic's list.
+  bool listsBudget = false;
 
   std::string name() const override { return "fake"; }
   BackendKind kind() const override { return BackendKind::kCpu; }
@@ -76,6 +79,7 @@ class FakeBackend : public Backend {
     EXPECT_EQ(in.dims.at(0), (std::vector<int64_t>{8, 4}));  // asked at the max shapes
     std::vector<Tactic> out;
     for (const auto& t : offered_) out.push_back(t.tactic);
+    if (listsBudget && out.size() > size_t(in.candidateBudget)) out.resize(size_t(in.candidateBudget));
     return out;
   }
   std::unique_ptr<Step> instantiate(const Layer& layer, const Tactic& tactic, const LayerSignature&) const override {
@@ -110,9 +114,11 @@ class TacticSelection : public ::testing::Test {
     network_.inferShapes();  // y is float32, like x
   }
   TacticChoice select(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit = 1 << 20,
-                      const std::vector<TensorFormat>& likelyInputFormats = {}) {
-    return TacticSelector(backend, cache, workspaceLimit)
-        .select(network_, network_.layers()[0], Precision::kFP32, {{"x", {2, 4}}, {"y", {2, 4}}}, {{"x", {8, 4}}},
+                      const std::vector<TensorFormat>& likelyInputFormats = {}, int level = 3,
+                      const TimingListener& listener = {}) {
+    TacticSelector selector(backend, cache, workspaceLimit, {}, TacticSearch::forLevel(level));
+    selector.setListener(listener);
+    return selector.select(network_, network_.layers()[0], Precision::kFP32, {{"x", {2, 4}}, {"y", {2, 4}}}, {{"x", {8, 4}}},
                 likelyInputFormats);
   }
   Network network_;
@@ -197,6 +203,85 @@ TEST_F(TacticSelection, ATacticThatFailsIsNoCandidate) {
   TacticChoice choice = select(backend, cache);
   EXPECT_EQ(choice.tactic, "fake.working");
   EXPECT_EQ(candidate(choice, "fake.broken").status.rfind("failed: ", 0), 0u);
+}
+
+// Five tactics, each faster than the one before: how far down the list the search goes shows in
+// the choice.
+std::vector<FakeTactic> slowestFirst(int count) {
+  std::vector<FakeTactic> tactics;
+  for (int i = 0; i < count; ++i) tactics.push_back({{"fake." + std::to_string(i)}, double(count - i)});
+  return tactics;
+}
+
+size_t countStatus(const TacticChoice& choice, const std::string& status) {
+  return size_t(std::count_if(choice.candidates.begin(), choice.candidates.end(),
+                              [&](const TacticCandidate& c) { return c.status == status; }));
+}
+
+TEST_F(TacticSelection, OptimizationLevelsSetHowManyCandidatesAreTimed) {
+  struct Expected {
+    int level;
+    size_t timed;
+    std::string chosen;
+  };
+  for (const Expected& e : {Expected{0, 0, "fake.0"}, Expected{1, 0, "fake.0"}, Expected{2, 2, "fake.1"},
+                            Expected{3, 5, "fake.4"}, Expected{4, 5, "fake.4"}, Expected{5, 5, "fake.4"}}) {
+    SCOPED_TRACE("level " + std::to_string(e.level));
+    FakeBackend backend(slowestFirst(5));
+    TimingCache cache;
+    const TacticChoice choice = select(backend, cache, 1 << 20, {}, e.level);
+    EXPECT_EQ(choice.tactic, e.chosen);
+    ASSERT_EQ(choice.candidates.size(), 5u);  // the report lists every candidate, timed or not
+    EXPECT_EQ(countStatus(choice, "timed"), e.timed);
+    EXPECT_EQ(backend.runs.size(), e.timed);
+    EXPECT_EQ(cache.size(), e.timed);
+    EXPECT_EQ(choice.timed, e.timed > 0);
+    if (e.level <= 1) {
+      EXPECT_EQ(choice.candidates[0].status, "first candidate (optimization level " + std::to_string(e.level) + ")");
+      EXPECT_EQ(choice.candidates[1].status,
+                "not timed: optimization level " + std::to_string(e.level) + " takes the first candidate");
+    }
+    if (e.level == 2) EXPECT_EQ(choice.candidates[4].status, "not timed: optimization level 2 times the first 2");
+  }
+}
+
+TEST_F(TacticSelection, HigherLevelsAskBackendsWithGrowingListsForMoreCandidates) {
+  const std::pair<int, size_t> listed[] = {{0, 1}, {1, 1}, {2, 2}, {3, 4}, {4, 8}, {5, 16}};
+  for (const auto& [level, count] : listed) {
+    SCOPED_TRACE("level " + std::to_string(level));
+    FakeBackend backend(slowestFirst(20));
+    backend.listsBudget = true;
+    TimingCache cache;
+    const TacticChoice choice = select(backend, cache, 1 << 20, {}, level);
+    EXPECT_EQ(choice.candidates.size(), count);
+    EXPECT_EQ(countStatus(choice, "timed"), count > 1 ? count : 0u);
+    EXPECT_EQ(choice.tactic, "fake." + std::to_string(count - 1));  // the last listed is the fastest
+  }
+}
+
+TEST_F(TacticSelection, TheListenerHearsEveryRunAndCanStopTheTiming) {
+  FakeBackend backend(slowestFirst(3));
+  TimingCache cache;
+  std::map<std::string, int> heard;
+  select(backend, cache, 1 << 20, {}, 3, [&](const std::string& tactic) { ++heard[tactic]; });
+  EXPECT_EQ(heard, backend.runs);  // each warm-up and timed run, announced before it runs
+  EXPECT_EQ(heard.size(), 3u);
+
+  FakeBackend stopped(slowestFirst(3));
+  TimingCache empty;
+  int calls = 0;
+  try {
+    select(stopped, empty, 1 << 20, {}, 3, [&](const std::string&) {
+      if (++calls == 5) throw Error(ErrorCode::kCancelled, "stop");
+    });
+    FAIL() << "the listener's error should end the selection";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCancelled);
+  }
+  int runs = 0;
+  for (const auto& [tactic, count] : stopped.runs) runs += count;
+  EXPECT_EQ(runs, 4);  // nothing ran after the listener stopped it
+  EXPECT_EQ(empty.size(), 0u);
 }
 
 }  // namespace

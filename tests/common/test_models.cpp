@@ -132,4 +132,20 @@ HostTensor randomFloats(std::vector<int64_t> dims, uint32_t seed, float lo, floa
   return t;
 }
 
+ModelBuilder convReluStack(int layers, int64_t channels, int64_t size) {
+  ModelBuilder mb;
+  mb.input("x", onnx::TensorProto::FLOAT, {1, channels, size, size});
+  std::string in = "x";
+  for (int i = 0; i < layers; ++i) {
+    const std::string n = std::to_string(i);
+    const int64_t inChannels = channels + 4 * i, outChannels = inChannels + 4;
+    mb.initializer("w" + n, randomFloats({outChannels, inChannels, 3, 3}, uint32_t(100 + i), -0.1f, 0.1f));
+    ModelBuilder::setInts(mb.node("Conv", {in, "w" + n}, {"c" + n}, "conv" + n), "pads", {1, 1, 1, 1});
+    in = i + 1 < layers ? "r" + n : "y";
+    mb.node("Relu", {"c" + n}, {in}, "relu" + n);
+  }
+  mb.output("y");
+  return mb;
+}
+
 }  // namespace kiln::test

@@ -53,4 +53,10 @@ class ModelBuilder {
 // Seeded random tensor with values in [lo, hi); never all zeros.
 HostTensor randomFloats(std::vector<int64_t> dims, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 
+// x[1, channels, size, size] through `layers` 3x3 convolutions (pad 1, random weights, no bias)
+// named conv0, conv1, ..., each followed by a Relu, into y; conv i writes channels + 4 (i + 1)
+// channels, so no two layers share a timing-cache entry. Several CPU tactics a layer, for tests of
+// tactic timing, its progress and its cancellation.
+ModelBuilder convReluStack(int layers, int64_t channels, int64_t size);
+
 }  // namespace kiln::test

@@ -70,7 +70,8 @@ BuildPanel::BuildPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(settings);
   layout->setContentsMargins(6, 6, 6, 0);
   layout->addWidget(createTargetGroup(settings));
-  layout->addWidget(createShapesGroup(settings));
+  layout->addWidget(createShapesGroup(settings));  // above the tactic settings: a dynamic model needs it first
+  layout->addWidget(createTacticsGroup(settings));
   layout->addWidget(createCalibrationGroup(settings));
   layout->addStretch();
   auto* scroll = new QScrollArea(this);
@@ -81,6 +82,8 @@ BuildPanel::BuildPanel(QWidget* parent) : QWidget(parent) {
   outer->setContentsMargins(0, 0, 0, 6);
   outer->addWidget(scroll, 1);
   outer->addWidget(createRunGroup(this));
+  connect(backend_, &QComboBox::currentIndexChanged, this, &BuildPanel::updateBackendOptions);
+  updateBackendOptions();
   updateValidity();
 }
 
@@ -125,18 +128,54 @@ QWidget* BuildPanel::createTargetGroup(QWidget* parent) {
   precisionGrid->setColumnStretch(kPrecisionsPerRow, 1);
   form->addRow(tr("Precisions"), precisionGrid);
 
-  optimizationLevel_ = new QSpinBox(group);
-  optimizationLevel_->setRange(0, 5);
-  optimizationLevel_->setValue(3);
-  optimizationLevel_->setToolTip(tr("0: no graph passes … 5: every pass and the widest tactic search"));
-  form->addRow(tr("Optimization level"), optimizationLevel_);
-
   workspaceMiB_ = new QSpinBox(group);
   workspaceMiB_->setRange(1, 1 << 20);
   workspaceMiB_->setValue(1024);
   workspaceMiB_->setSuffix(tr(" MiB"));
   workspaceMiB_->setToolTip(tr("Scratch memory a layer's tactic may use"));
   form->addRow(tr("Workspace"), workspaceMiB_);
+
+  cudaGraphs_ = new QCheckBox(tr("Replay as a CUDA graph"), group);
+  cudaGraphs_->setToolTip(tr("Profile the engine's launches captured once and replayed as a CUDA graph (CUDA "
+                             "backend; an engine that synchronises inside cannot be captured)"));
+  form->addRow(tr("Profiling"), cudaGraphs_);
+  return group;
+}
+
+QWidget* BuildPanel::createTacticsGroup(QWidget* parent) {
+  auto* group = new QGroupBox(tr("Tactic search"), parent);
+  auto* form = new QFormLayout(group);
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);
+  optimizationLevel_ = new QSpinBox(group);
+  optimizationLevel_->setRange(0, 5);
+  optimizationLevel_->setValue(3);
+  optimizationLevel_->setToolTip(
+      tr("How hard the builder searches (TensorRT's builder optimization level):\n"
+         "0: no graph passes; each layer takes its backend's first tactic, untimed\n"
+         "1: the basic passes (fold, remove no-ops); first tactics, untimed\n"
+         "2: BatchNorm folding and epilogue fusion; the first two tactics timed\n"
+         "3: every pass; every tactic timed (default)\n"
+         "4, 5: also two and four times as many cuBLASLt / cuDNN candidates"));
+  form->addRow(tr("Optimization level"), optimizationLevel_);
+
+  // Two to a row, named as --tactic-sources names them; the CUDA ones only matter on CUDA.
+  const std::pair<QString, QString> sources[] = {{QStringLiteral("cudnn"), tr("cuDNN")},
+                                                 {QStringLiteral("cublaslt"), tr("cuBLASLt")},
+                                                 {QStringLiteral("cuda"), tr("Kiln CUDA")},
+                                                 {QStringLiteral("cpu"), tr("CPU")}};
+  auto* sourceGrid = new QGridLayout;
+  for (const auto& [source, label] : sources) {
+    auto* box = new QCheckBox(label, group);
+    box->setChecked(true);
+    box->setToolTip(tr("Let the builder choose tactics whose id starts with \"%1.\" (unchecked: "
+                       "--tactic-sources -%1)")
+                        .arg(source));
+    const int index = int(tacticSources_.size());
+    sourceGrid->addWidget(box, index / 2, index % 2);
+    tacticSources_.emplace_back(source, box);
+  }
+  sourceGrid->setColumnStretch(2, 1);
+  form->addRow(tr("Tactic sources"), sourceGrid);
 
   auto* cacheRow = new QHBoxLayout;
   timingCache_ = new QLineEdit(group);
@@ -157,6 +196,13 @@ QWidget* BuildPanel::createTargetGroup(QWidget* parent) {
   cacheRow->addWidget(cacheBrowse);
   form->addRow(tr("Timing cache"), cacheRow);
   return group;
+}
+
+// The CUDA-only settings follow the backend: CUDA graphs and the CUDA tactic sources.
+void BuildPanel::updateBackendOptions() {
+  const bool cuda = BackendKind(backend_->currentData().toInt()) == BackendKind::kCuda;
+  cudaGraphs_->setEnabled(cuda);
+  for (const auto& [source, box] : tacticSources_) box->setEnabled(cuda || source == QLatin1String("cpu"));
 }
 
 QWidget* BuildPanel::createShapesGroup(QWidget* parent) {
@@ -298,6 +344,12 @@ void BuildPanel::setPrecisionAllowed(Precision precision, bool allowed) {
   if (QCheckBox* box = precisionBox(precision); box && box->isEnabled()) box->setChecked(allowed);
 }
 
+QCheckBox* BuildPanel::tacticSourceBox(const QString& source) const {
+  for (const auto& [name, box] : tacticSources_)
+    if (name == source) return box;
+  return nullptr;
+}
+
 BuilderConfig BuildPanel::config() const {
   BuilderConfig config;
   config.backend = BackendKind(backend_->currentData().toInt());
@@ -306,6 +358,9 @@ BuilderConfig BuildPanel::config() const {
   config.optimizationLevel = optimizationLevel_->value();
   config.workspaceBytes = uint64_t(workspaceMiB_->value()) << 20;
   config.timingCachePath = timingCache_->text().trimmed().toStdString();
+  for (const auto& [source, box] : tacticSources_)
+    if (!box->isChecked()) config.disabledTacticSources.push_back(source.toStdString());
+  config.cudaGraphs = cudaGraphs_->isEnabled() && cudaGraphs_->isChecked();
   if (profileModel_->hasDynamicDimensions()) config.profiles.push_back(profileModel_->profile());
   return config;
 }
@@ -330,10 +385,15 @@ void BuildPanel::buildStarted() {
   updateValidity();
 }
 
-void BuildPanel::showProgress(double fraction, const QString& phase, const QString& layer) {
+void BuildPanel::showProgress(double fraction, const QString& phase, const QString& layer, const QString& tactic) {
   progress_->setValue(int(fraction * 100));
-  phase_->setText(layer.isEmpty() ? phase : QStringLiteral("%1 · %2").arg(phase, layer));
+  QStringList parts{phase};
+  if (!layer.isEmpty()) parts << layer;
+  if (!tactic.isEmpty()) parts << tactic;
+  phase_->setText(parts.join(QStringLiteral(" · ")));
 }
+
+QString BuildPanel::phaseText() const { return phase_->text(); }
 
 void BuildPanel::appendLog(const QString& line) { log_->appendPlainText(line); }
 
@@ -369,6 +429,11 @@ void BuildPanel::saveSettings() const {
   settings.setValue(QStringLiteral("optimizationLevel"), optimizationLevel_->value());
   settings.setValue(QStringLiteral("workspaceMiB"), workspaceMiB_->value());
   settings.setValue(QStringLiteral("timingCache"), timingCache_->text());
+  QStringList disabledSources;
+  for (const auto& [source, box] : tacticSources_)
+    if (!box->isChecked()) disabledSources << source;
+  settings.setValue(QStringLiteral("disabledTacticSources"), disabledSources);
+  settings.setValue(QStringLiteral("cudaGraphs"), cudaGraphs_->isChecked());
   settings.setValue(QStringLiteral("calibrationKind"), calibrationKind_->currentIndex());
   settings.setValue(QStringLiteral("calibrationFolder"), calibrationFolder_->text());
   QVariantMap ranges = settings.value(QStringLiteral("profile")).toMap();
@@ -388,6 +453,9 @@ void BuildPanel::restoreSettings() {
   optimizationLevel_->setValue(settings.value(QStringLiteral("optimizationLevel"), 3).toInt());
   workspaceMiB_->setValue(settings.value(QStringLiteral("workspaceMiB"), 1024).toInt());
   timingCache_->setText(settings.value(QStringLiteral("timingCache")).toString());
+  const QStringList disabledSources = settings.value(QStringLiteral("disabledTacticSources")).toStringList();
+  for (const auto& [source, box] : tacticSources_) box->setChecked(!disabledSources.contains(source));
+  cudaGraphs_->setChecked(settings.value(QStringLiteral("cudaGraphs"), false).toBool());
   calibrationKind_->setCurrentIndex(settings.value(QStringLiteral("calibrationKind"), 0).toInt());
   calibrationFolder_->setText(settings.value(QStringLiteral("calibrationFolder")).toString());
   std::map<std::string, ShapeRange> ranges;

@@ -1,7 +1,8 @@
 #pragma once
 // The Build panel: what to build (backend, precisions, shape profile, optimisation level,
-// workspace, timing cache, INT8 calibration data) and the running build (progress, phase, log,
-// Cancel). It only collects settings and shows progress; the app runs the build on a worker thread.
+// workspace, timing cache, tactic sources, CUDA graphs for profiling, INT8 calibration data) and
+// the running build (progress with the layer and tactic being timed, log, Cancel). It only collects
+// settings and shows progress; the app runs the build on a worker thread.
 #include "common/input_data.h"
 
 #include <kiln/builder_config.h>
@@ -42,6 +43,10 @@ class BuildPanel : public QWidget {
   ProfileRangeModel* profileModel() const { return profileModel_; }
   QPushButton* buildButton() const { return buildButton_; }
   QPushButton* cancelButton() const { return cancelButton_; }
+  QSpinBox* optimizationLevelBox() const { return optimizationLevel_; }
+  QCheckBox* tacticSourceBox(const QString& source) const;  // "cudnn", "cublaslt", "cuda", "cpu"
+  QCheckBox* cudaGraphsBox() const { return cudaGraphs_; }
+  QString phaseText() const;
   QLabel* profileErrorLabel() const { return profileErrors_; }
   QString logText() const;
 
@@ -50,7 +55,7 @@ class BuildPanel : public QWidget {
 
  public slots:
   void buildStarted();
-  void showProgress(double fraction, const QString& phase, const QString& layer);
+  void showProgress(double fraction, const QString& phase, const QString& layer, const QString& tactic = {});
   void appendLog(const QString& line);
   void buildFinished(const QString& summary);
   void buildFailed(const QString& message);
@@ -63,10 +68,12 @@ class BuildPanel : public QWidget {
 
  private:
   QWidget* createTargetGroup(QWidget* parent);
+  QWidget* createTacticsGroup(QWidget* parent);
   QWidget* createShapesGroup(QWidget* parent);
   QWidget* createCalibrationGroup(QWidget* parent);
   QWidget* createRunGroup(QWidget* parent);
   void updateValidity();
+  void updateBackendOptions();
   void fitProfileTable();
   void finishRun(const QString& status, const QString& logLine);
   QCheckBox* precisionBox(Precision precision) const;
@@ -78,6 +85,8 @@ class BuildPanel : public QWidget {
   QSpinBox* optimizationLevel_;
   QSpinBox* workspaceMiB_;
   QLineEdit* timingCache_;
+  std::vector<std::pair<QString, QCheckBox*>> tacticSources_;
+  QCheckBox* cudaGraphs_;
   ProfileRangeModel* profileModel_;
   QTableView* profileTable_;
   QLabel* profileErrors_;

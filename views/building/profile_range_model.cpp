@@ -2,8 +2,11 @@
 
 #include <QColor>
 #include <QFont>
+#include <QRegularExpression>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 namespace kiln::views {
 namespace {
@@ -14,15 +17,44 @@ const QColor kFixedText(0x6B, 0x72, 0x80);
 
 int valueSlot(int column) { return column - ProfileRangeModel::kMin; }
 
+// The image size a model's metadata states ("224", "384x384", "[3, 224, 224]": the last two
+// numbers are height and width), or nothing.
+std::optional<std::pair<int64_t, int64_t>> metadataImageSize(const std::map<std::string, std::string>& metadata) {
+  static const QStringList kKeys = {"image_size", "input_size", "img_size", "imgsz", "resolution"};
+  for (const auto& [key, value] : metadata) {
+    if (!kKeys.contains(QString::fromStdString(key).toLower())) continue;
+    std::vector<int64_t> numbers;
+    for (const QString& part : QString::fromStdString(value).split(QRegularExpression("[^0-9]+"), Qt::SkipEmptyParts))
+      numbers.push_back(part.toLongLong());
+    if (numbers.empty() || numbers.back() < 1 || (numbers.size() > 1 && numbers[numbers.size() - 2] < 1)) continue;
+    if (numbers.size() == 1) return std::pair{numbers[0], numbers[0]};
+    return std::pair{numbers[numbers.size() - 2], numbers.back()};
+  }
+  return std::nullopt;
+}
+
+// The dims of a 4-D image input that are its height and width: NCHW's 2 and 3, or NHWC's 1 and 2
+// for 3 channels last. Without a size in the metadata only 3-channel inputs count as images.
+std::optional<std::pair<size_t, size_t>> imageSpatialDims(const Shape& shape, bool sizeStated) {
+  if (shape.rank() != 4) return std::nullopt;
+  auto isThree = [&](size_t d) { return shape[d].isKnown() && shape[d].value() == 3; };
+  if (isThree(1) || (sizeStated && !isThree(3))) return std::pair<size_t, size_t>{2, 3};
+  if (isThree(3) && !shape[1].isKnown()) return std::pair<size_t, size_t>{1, 2};
+  return std::nullopt;
+}
+
 }  // namespace
 
 void ProfileRangeModel::setNetwork(const Network* network) {
   beginResetModel();
   rows_.clear();
   if (network) {
+    const auto statedSize = metadataImageSize(network->info().metadata);
+    const std::pair<int64_t, int64_t> imageSize = statedSize.value_or(std::pair{kDefaultImageSize, kDefaultImageSize});
     for (const std::string& name : network->runtimeInputs()) {
       const Shape& shape = network->tensor(name).shape;
       if (!shape.hasRank()) continue;  // unknown rank: the builder names it when it matters
+      const auto spatial = imageSpatialDims(shape, statedSize.has_value());
       for (size_t d = 0; d < shape.rank(); ++d) {
         Row row{name, d, shape.rank()};
         if (shape[d].isKnown()) {
@@ -30,6 +62,9 @@ void ProfileRangeModel::setNetwork(const Network* network) {
           std::fill(std::begin(row.values), std::end(row.values), shape[d].value());
         } else {
           row.symbol = QString::fromStdString(shape[d].toString());
+          if (spatial && (d == spatial->first || d == spatial->second))
+            std::fill(std::begin(row.values), std::end(row.values),
+                      d == spatial->first ? imageSize.first : imageSize.second);
         }
         rows_.push_back(row);
       }

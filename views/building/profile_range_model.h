@@ -18,8 +18,12 @@ class ProfileRangeModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   enum Column { kInput, kDimension, kMin, kOpt, kMax, kColumnCount };
-  // Dynamic dimensions start at min 1, opt 1, max kDefaultMax (a batch of up to 8).
+  // Dynamic dimensions start at min 1, opt 1, max kDefaultMax (a batch of up to 8), except the
+  // height and width of an image, which start fixed (editable) at the size the model's metadata
+  // states (image_size, input_size, img_size, imgsz or resolution; then any 4-D input's dims 2 and
+  // 3), else at kDefaultImageSize for a 3-channel NCHW or NHWC input: never at 1x1.
   static constexpr int64_t kDefaultMax = 8;
+  static constexpr int64_t kDefaultImageSize = 224;
 
   using QAbstractTableModel::QAbstractTableModel;
 

@@ -30,7 +30,9 @@ struct TensorSummary {
 struct TacticCandidate {
   std::string tactic;
   double milliseconds = -1;  // median time, measured now or from the timing cache; -1: not timed
-  std::string status;        // "timed", "cached", "only candidate", "skipped: ...", "failed: ...", "not timed: ..."
+  // "timed", "cached", "only candidate", "first candidate (optimization level 1)", "forced",
+  // "skipped: ..." (over the workspace limit), "failed: ...", "not timed: ..." (past the level's breadth, ...)
+  std::string status;
   int64_t workspaceBytes = 0;
 };
 

@@ -67,7 +67,12 @@ struct BuilderConfig {
   // not apply to the layer is an error naming the ones that do).
   std::map<std::string, std::string> forcedTactics;
   std::vector<OptimizationProfile> profiles;
-  int optimizationLevel = 3;  // 0: no passes ... 5: everything, widest tactic search
+  // 0: no graph passes, each layer on its backend's first tactic, untimed; 1: the basic passes
+  // (fold, remove no-ops, dead code), first tactics; 2: also BatchNorm folding and conv / matmul
+  // epilogue fusion, the first two tactics timed; 3 (default): every pass, every tactic the backends
+  // list timed; 4, 5: backends with growing lists (cuBLASLt heuristics, cuDNN engine configs) list
+  // two and four times as many (TacticSearch, builder/tactic_selector.h).
+  int optimizationLevel = 3;
   uint64_t workspaceBytes = uint64_t(1) << 30;
   // Layers the backend cannot run fall back to the CPU with a warning; strict: the build fails
   // naming them instead.

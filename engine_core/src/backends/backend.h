@@ -49,11 +49,19 @@ using LayerShapes = std::vector<std::vector<int64_t>>;
 // A layer's weights: its constant inputs, parallel to layer.inputs (nullptr for activations).
 using LayerWeights = std::vector<const HostTensor*>;
 
+// How many candidates a backend lists by default where its list can grow or shrink (a library's
+// heuristic results, engine configs): the breadth of optimisation level 3.
+constexpr int kDefaultCandidateBudget = 4;
+
 // What the builder knows about a layer's inputs when it asks for tactics.
 struct LayerInputs {
   std::vector<DataType> types;  // declared dtypes
   LayerShapes dims;             // at the shapes the workspace must cover (a profile's max point)
   LayerWeights weights;
+  // The optimisation level's breadth (TacticSearch): how many candidates to take from a list that
+  // can be longer or shorter (cuBLASLt's heuristic results, cuDNN's engine configs). Backends with
+  // a fixed set of tactics list them all; the builder times fewer at low levels.
+  int candidateBudget = kDefaultCandidateBudget;
 };
 
 // The declared tensors of a layer, parallel to layer.inputs / layer.outputs (nullptr where absent),

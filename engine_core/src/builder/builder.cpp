@@ -24,17 +24,35 @@
 namespace kiln {
 namespace {
 
+// Forwards progress to the observer and stops the build with kCancelled when it asks. Tactic
+// timing reports every run: the observer hears each new phase, layer, tactic and fraction, and
+// repeats at most every kRepeatInterval, but is asked whether to cancel every time.
 class Progress {
  public:
   explicit Progress(BuildObserver* observer) : observer_(observer) {}
   void report(const std::string& phase, double fraction, const std::string& layer = "", const std::string& tactic = "") {
     if (!observer_) return;
-    observer_->progress({phase, layer, tactic, fraction});
-    if (observer_->cancelled()) throw Error(ErrorCode::kCancelled, "the build was cancelled during " + phase);
+    const auto now = std::chrono::steady_clock::now();
+    const bool newStep = phase != last_.phase || layer != last_.layer;
+    if (newStep) seenTactics_.clear();
+    const bool newTactic = !tactic.empty() && seenTactics_.insert(tactic).second;
+    const bool repeat = tactic != last_.tactic && now - lastSent_ >= kRepeatInterval;
+    if (newStep || newTactic || fraction != last_.fraction || repeat) {
+      last_ = {phase, layer, tactic, fraction};
+      lastSent_ = now;
+      observer_->progress(last_);
+    }
+    if (observer_->cancelled())
+      throw Error(ErrorCode::kCancelled, "the build was cancelled during " + phase +
+                                             (layer.empty() ? std::string() : " at layer '" + layer + "'"));
   }
 
  private:
+  static constexpr std::chrono::milliseconds kRepeatInterval{100};
   BuildObserver* observer_;
+  BuildProgress last_;
+  std::set<std::string> seenTactics_;  // of the current layer
+  std::chrono::steady_clock::time_point lastSent_;
 };
 
 // Concrete shapes of every tensor when the inputs take the given shapes (unknown ones omitted).
@@ -227,8 +245,16 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   auto optShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kOpt));
   auto maxShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kMax));
   TimingCache cache(config.timingCachePath);
-  TacticSelector engineSelector(*engineBackend, cache, config.workspaceBytes, config.disabledTacticSources);
-  TacticSelector cpuSelector(*cpuBackend, cache, config.workspaceBytes, config.disabledTacticSources);
+  const TacticSearch search = TacticSearch::forLevel(config.optimizationLevel);
+  TacticSelector engineSelector(*engineBackend, cache, config.workspaceBytes, config.disabledTacticSources, search);
+  TacticSelector cpuSelector(*cpuBackend, cache, config.workspaceBytes, config.disabledTacticSources, search);
+  std::string tuningLayer;  // the layer being tuned and its progress, for the timing listener
+  double tuningFraction = 0;
+  const TimingListener listener = [&](const std::string& tactic) {
+    progress.report("tactics", tuningFraction, tuningLayer, tactic);
+  };
+  engineSelector.setListener(listener);
+  cpuSelector.setListener(listener);
   const DeviceInfo lockDevice = engineBackend->device();
   TacticLock lock(config.tacticLockPath, engineBackend->name(), lockDevice.name + " " + lockDevice.computeCapability);
   std::vector<TacticChoice> choices(network->layers().size());
@@ -238,7 +264,9 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   for (size_t i = 0; i < network->layers().size(); ++i) {
     const Layer& l = network->layers()[i];
     PlannedLayer& planned = plan.layers[i];
-    progress.report("tactics", 0.35 + 0.45 * double(i) / double(std::max<size_t>(1, network->layers().size())), l.name);
+    tuningLayer = l.name;
+    tuningFraction = 0.35 + 0.45 * double(i) / double(std::max<size_t>(1, network->layers().size()));
+    progress.report("tactics", tuningFraction, l.name);
     if (planned.phase == LayerPhase::kShape) {  // runs on the host's reference kernel before enqueue
       planned.tactic = cpuBackend->tactics(l, Precision::kFP32, describeInputs(*network, l, maxShapes)).at(0).id;
       choices[i].tactic = planned.tactic;

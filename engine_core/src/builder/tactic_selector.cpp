@@ -45,6 +45,20 @@ std::string bytesText(uint64_t bytes) { return std::to_string(bytes) + " bytes";
 
 }  // namespace
 
+TacticSearch TacticSearch::forLevel(int optimizationLevel) {
+  TacticSearch search;
+  search.level = optimizationLevel;
+  switch (optimizationLevel) {
+    case 0:
+    case 1: search.candidateBudget = 1, search.maxCandidates = 1; break;
+    case 2: search.candidateBudget = 2, search.maxCandidates = 2; break;
+    case 4: search.candidateBudget = 2 * kDefaultCandidateBudget; break;
+    case 5: search.candidateBudget = 4 * kDefaultCandidateBudget; break;
+    default: break;  // 3: the backends' default breadth, every candidate timed
+  }
+  return search;
+}
+
 std::string TacticSelector::signature(const Network& network, const Layer& layer, Precision precision,
                                       const TensorShapes& optShapes) const {
   // Times hold for one device, its libraries and this Kiln's tactics.
@@ -175,6 +189,7 @@ void TacticSelector::timeCandidates(const Network& network, const Layer& layer, 
   std::vector<std::unique_ptr<TimedRun>> runs;
   std::vector<TacticCandidate*> runEntries;
   for (size_t c = 0; c < tactics.size(); ++c) {
+    if (listener_) listener_(tactics[c]->id);  // outside the try: a cancelled build is no failed tactic
     try {
       runs.push_back(prepare(network, layer, *tactics[c], *tensors, *stream));
       runEntries.push_back(entries[c]);
@@ -186,6 +201,7 @@ void TacticSelector::timeCandidates(const Network& network, const Layer& layer, 
   auto start = backend_.createEvent(), end = backend_.createEvent();
   for (int round = 0; round < kTimedRuns; ++round)
     for (auto& run : runs) {
+      if (listener_) listener_(run->tactic->id);
       start->record(*stream);
       run->step->enqueue(run->args, *stream);
       end->record(*stream);
@@ -203,7 +219,9 @@ void TacticSelector::timeCandidates(const Network& network, const Layer& layer, 
 TacticChoice TacticSelector::select(const Network& network, const Layer& layer, Precision precision,
                                     const TensorShapes& optShapes, const TensorShapes& maxShapes,
                                     const std::vector<TensorFormat>& likelyInputFormats, const std::string& forced) {
-  auto candidates = backend_.tactics(layer, precision, describeInputs(network, layer, maxShapes));
+  LayerInputs inputs = describeInputs(network, layer, maxShapes);
+  inputs.candidateBudget = search_.candidateBudget;
+  auto candidates = backend_.tactics(layer, precision, inputs);
   if (candidates.empty()) throw Error(ErrorCode::kInternal, layer.describe() + " has no tactic");
   if (!disabledSources_.empty()) {
     std::string dropped;
@@ -265,7 +283,17 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
                                                  bytesText(candidates.front().workspaceBytes) +
                                                  "); raise the workspace limit (--workspace)");
   auto entryOf = [&](const Tactic* t) -> TacticCandidate& { return choice.candidates[size_t(t - candidates.data())]; };
-  if (usable.size() == 1) entryOf(usable[0]).status = "only candidate";
+  const bool narrowed = usable.size() > search_.maxCandidates;
+  if (narrowed) {
+    for (size_t i = search_.maxCandidates; i < usable.size(); ++i)
+      entryOf(usable[i]).status = "not timed: optimization level " + std::to_string(search_.level) +
+                                  (search_.maxCandidates == 1 ? " takes the first candidate"
+                                                              : " times the first " + std::to_string(search_.maxCandidates));
+    usable.resize(search_.maxCandidates);
+  }
+  if (usable.size() == 1)
+    entryOf(usable[0]).status = narrowed ? "first candidate (optimization level " + std::to_string(search_.level) + ")"
+                                         : "only candidate";
   const std::string base = usable.size() > 1 ? signature(network, layer, precision, optShapes) + layoutKey : "";
   std::vector<const Tactic*> toTime;
   std::vector<TacticCandidate*> toTimeEntries;

@@ -1,14 +1,16 @@
 #pragma once
-// Picks each layer's tactic. Candidates needing more workspace than the limit are skipped; a lone
-// candidate is taken as is; otherwise each is timed on the backend's stream with its events
-// (random inputs at the optimisation profile's opt shapes, a warm-up run, then the median of
-// runs taken in rounds over all candidates), or its time is taken from the timing cache, and the
-// fastest wins.
+// Picks each layer's tactic. Candidates needing more workspace than the limit are skipped, those
+// past the optimisation level's breadth (TacticSearch) are not timed; a lone candidate is taken as
+// is; otherwise each is timed on the backend's stream with its events (random inputs at the
+// optimisation profile's opt shapes, a warm-up run, then the median of runs taken in rounds over all
+// candidates), or its time is taken from the timing cache, and the fastest wins.
 #include <kiln/build_report.h>
 
 #include "../backends/backend.h"
 #include "timing_cache.h"
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,6 +30,22 @@ struct TacticChoice {
   std::vector<TacticCandidate> candidates;
 };
 
+// How widely tactics are searched at an optimisation level (TensorRT's builderOptimizationLevel):
+//   0, 1  the backend's first usable candidate, untimed (level 0 also runs no graph passes);
+//   2     the first two candidates timed;
+//   3     every candidate the backend lists at its default breadth (kDefaultCandidateBudget);
+//   4, 5  every candidate, backends with growing lists asked for two and four times as many.
+struct TacticSearch {
+  int candidateBudget = kDefaultCandidateBudget;  // LayerInputs::candidateBudget
+  size_t maxCandidates = SIZE_MAX;                // usable candidates considered, in the backend's order
+  int level = 3;                                  // for the report's "not timed: ..." statuses
+  static TacticSearch forLevel(int optimizationLevel);
+};
+
+// Told the tactic about to run (before each candidate's warm-up and each timed run) while the
+// selector times; it may throw (a cancelled build) to stop the selection.
+using TimingListener = std::function<void(const std::string& tactic)>;
+
 // Concrete dims of tensors by name.
 using TensorShapes = std::map<std::string, std::vector<int64_t>>;
 
@@ -38,8 +56,13 @@ class TacticSelector {
  public:
   // `disabledSources`: tactic id prefixes ("cudnn", "cublaslt") whose tactics are never chosen.
   TacticSelector(const Backend& backend, TimingCache& cache, uint64_t workspaceLimit,
-                 std::vector<std::string> disabledSources = {})
-      : backend_(backend), cache_(cache), workspaceLimit_(workspaceLimit), disabledSources_(std::move(disabledSources)) {}
+                 std::vector<std::string> disabledSources = {}, TacticSearch search = {})
+      : backend_(backend),
+        cache_(cache),
+        workspaceLimit_(workspaceLimit),
+        disabledSources_(std::move(disabledSources)),
+        search_(search) {}
+  void setListener(TimingListener listener) { listener_ = std::move(listener); }
   // `optShapes` are timed; the workspace must cover `maxShapes`. Throws kInvalidArgument naming the
   // layer when every candidate needs more workspace than the limit. `likelyInputFormats` (per input;
   // empty: all linear) are the layouts the layer's producers will probably hand it: tactics that take
@@ -69,6 +92,8 @@ class TacticSelector {
   TimingCache& cache_;
   uint64_t workspaceLimit_;
   std::vector<std::string> disabledSources_;
+  TacticSearch search_;
+  TimingListener listener_;
 };
 
 }  // namespace kiln

@@ -23,6 +23,7 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <map>
 
 namespace kiln::cuda {
@@ -31,8 +32,8 @@ namespace {
 namespace k = kernels::cuda;
 
 constexpr const char* kTacticPrefix = "cudnn.graph.conv.";
-constexpr size_t kEngineCandidates = 4;
-constexpr size_t kUnfusedEngineCandidates = 2;  // of the convolution alone, beside a fused graph's
+constexpr size_t kEngineCandidates = 4;  // re-resolving a config at run time; tactics list LayerInputs::candidateBudget
+constexpr size_t kUnfusedEngineCandidates = 2;  // of the convolution alone, beside a fused graph's (at most)
 constexpr uint64_t kAlignment = 256;
 
 uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
@@ -366,7 +367,8 @@ std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, co
       auto graph = graphFor(handle, r.problem, layer.describe());
       if (!graph) continue;
       const size_t before = tactics.size();
-      const size_t candidates = fusedFound ? kUnfusedEngineCandidates : kEngineCandidates;
+      const size_t budget = size_t(std::max(1, inputs.candidateBudget));
+      const size_t candidates = fusedFound ? std::min(kUnfusedEngineCandidates, budget) : budget;
       for (const EngineChoice& choice : graph->rankedEngines(candidates)) {
         if (!(r.plan = planFor(handle, *graph, r.problem, choice))) continue;
         Tactic& t = tactics.emplace_back();

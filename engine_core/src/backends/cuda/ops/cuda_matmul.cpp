@@ -10,7 +10,8 @@
 // cuBLASLt (bias epilogue, RELU_BIAS / GELU_BIAS, the residual as C with beta 1) where it takes
 // them; the rest of the epilogue runs as elementwise kernels after the product (cuda_epilogue.h).
 //
-// Tactics: the heuristic's top candidates "cublaslt.gemm.<precision>.h0".."h3", each carrying its
+// Tactics: the heuristic's top candidates "cublaslt.gemm.<precision>.h0".. (as many as the
+// optimisation level's LayerInputs::candidateBudget: h0..h3 at the default level), each carrying its
 // algorithm in the payload; a step validates it for each shape it meets (cublasLtMatmulAlgoCheck)
 // and asks the heuristic again where it no longer fits. Integer matmuls have no CUDA kernel yet.
 #include "../../../ops/fused.h"
@@ -33,7 +34,6 @@ namespace k = kernels::cuda;
 using kernels::Activation;
 
 constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;  // NVIDIA's advice for Hopper (split-K needs it)
-constexpr int kTacticCandidates = 4;
 constexpr uint64_t kAlignment = 256;
 
 uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
@@ -238,7 +238,8 @@ std::vector<Tactic> matMulTactics(const Layer& layer, Precision precision, const
     const uint64_t scratch = alignUp(ElementwiseEpilogue::scratchBytes(spec.epilogue, g.outputElements, spec.storage));
     for (int level = 0; level < 2; ++level) {
       LtGemm gemm(gemmShapeOf(spec, g, fusionOf(spec, g, level, false)));
-      const auto results = gemm.heuristics(cublasLtHandle(device), kTacticCandidates, kCublasWorkspaceBytes, alignment);
+      const auto results =
+          gemm.heuristics(cublasLtHandle(device), inputs.candidateBudget, kCublasWorkspaceBytes, alignment);
       if (results.empty()) continue;
       std::vector<Tactic> tactics;
       for (size_t i = 0; i < results.size(); ++i) {
