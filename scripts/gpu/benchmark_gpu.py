@@ -10,6 +10,7 @@ PyTorch's fp32 outputs on the same input (relative L2; fp16 must stay within 1e-
 
   python3 scripts/gpu/benchmark_gpu.py --kiln BUNDLE/bin/kiln [--models resnet50,bert_base_s128]
       [--precisions fp16,tf32] [--batches 1,large] [--modes eager,cudagraph,compile] [--out DIR]
+      [--opt-level 0-5]
 
 Prints one table row per (model, precision, batch) with Kiln's and the best peer's latency and
 throughput and their ratio (peer ms / Kiln ms: above 1 means Kiln is faster), and writes every
@@ -175,7 +176,8 @@ def kiln(args, name, batch, precision, inputs, onnx_path, work):
     cache = os.path.join(work, tag + ".timing-cache")
     if os.path.exists(cache):
         os.remove(cache)
-    build = [args.kiln, "build", onnx_path, "--backend", "cuda", "--save", plan, "--timing-cache", cache]
+    build = [args.kiln, "build", onnx_path, "--backend", "cuda", "--save", plan, "--timing-cache", cache,
+             "--opt-level", str(args.opt_level)]
     if precision == "fp16":
         build.append("--fp16")
     start = time.time()
@@ -250,6 +252,7 @@ def main():
     p.add_argument("--batches", default="1,large")
     p.add_argument("--modes", default="eager,cudagraph,compile")
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp/kiln-bench"))
+    p.add_argument("--opt-level", type=int, default=3, help="kiln build --opt-level (5: the widest tactic search)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     work = "/tmp/kiln-bench-work"

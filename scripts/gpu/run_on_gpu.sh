@@ -8,7 +8,7 @@
 #   scripts/gpu/run_on_gpu.sh [--quick] [--no-tests] [--no-conformance] [--gtest_filter=...]
 #                             [--benchmark=MODELS[:PRECISIONS[:BATCHES[:MODES]]]]
 #     --quick: no sanitizers; --no-tests: only the benchmark; --no-conformance: no ONNX test suites;
-#     --benchmark: benchmark_gpu.py afterwards
+#     --benchmark: benchmark_gpu.py afterwards (--opt-level=N: its builds' level, default 3)
 #     (e.g. --benchmark=resnet50,bert_base_s128:fp16,tf32:1,large)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -19,7 +19,7 @@ bin="$bundle/bin"
 data="$bundle/data"
 out="${OUT:-/tmp/kiln-gpu/out}"
 mkdir -p "$out"
-quick=0 tests=1 conformance_suites=1 benchmark=""
+quick=0 tests=1 conformance_suites=1 benchmark="" bench_level=3
 filter="*"
 for arg in "$@"; do
   case "$arg" in
@@ -27,6 +27,7 @@ for arg in "$@"; do
     --no-tests) tests=0 ;;
     --no-conformance) conformance_suites=0 ;;
     --benchmark=*) benchmark="${arg#--benchmark=}" ;;
+    --opt-level=*) bench_level="${arg#--opt-level=}" ;;
     --gtest_filter=*) filter="${arg#--gtest_filter=}" ;;
   esac
 done
@@ -103,7 +104,7 @@ if [[ -n "$benchmark" ]]; then
   IFS=: read -r bench_models bench_precisions bench_batches bench_modes <<<"$benchmark"
   run benchmark python3 "$root/scripts/gpu/benchmark_gpu.py" --kiln "$bin/kiln" --out "$out/benchmark" \
     --models "$bench_models" ${bench_precisions:+--precisions "$bench_precisions"} \
-    ${bench_batches:+--batches "$bench_batches"} ${bench_modes:+--modes "$bench_modes"}
+    ${bench_batches:+--batches "$bench_batches"} ${bench_modes:+--modes "$bench_modes"} --opt-level "$bench_level"
   sed -n '/^## Summary/,$p' "$out/benchmark.log"
 fi
 grep -h -E '^\[  FAILED  \] [A-Z]' "$out"/kernels.log "$out"/agreement.log "$out"/models_cuda.log 2>/dev/null | sort -u | head -30

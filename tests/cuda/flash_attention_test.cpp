@@ -127,7 +127,10 @@ void checkCase(const FlashCase& c, FlashQueryTile tile, const Placements& where,
   SCOPED_TRACE(std::string(toString(elementTypeOf<T>())) + " batch " + dimsText(c.batch) + " Lq " +
                std::to_string(c.lq) + " Lk " + std::to_string(c.lk) + " D " + std::to_string(c.d) + " Dv " +
                std::to_string(c.dv) + (c.kTransposed ? " K transposed" : "") + " mask " + dimsText(c.mask) + " " +
-               toString(c.maskType) + (tile == FlashQueryTile::kRows128 ? " 128-row tiles" : " 64-row tiles") +
+               toString(c.maskType) +
+               (tile == FlashQueryTile::kRows128  ? " 128-row tiles"
+                : tile == FlashQueryTile::kRows32 ? " 32-row tiles"
+                                                  : " 64-row tiles") +
                (misalignBy ? " misaligned" : ""));
   const size_t batchRank = c.batch.size();
   int64_t heads = 1;
@@ -292,6 +295,14 @@ TEST(CudaFlashAttention, TallQueryTilesMatchCpu) {
   }
 }
 
+TEST(CudaFlashAttention, ShortQueryTilesMatchCpu) {
+  KILN_REQUIRE_GPU();
+  for (const FlashCase& c : kCases) {
+    checkDense<Float16>(c, FlashQueryTile::kRows32);
+    checkDense<BFloat16>(c, FlashQueryTile::kRows32);
+  }
+}
+
 // Q, K and V as slices of one packed [B, L, 3, H, D] tensor (heads interleaved in each row), the
 // output written as [B, L, H, Dv]: only the strides say where the elements are.
 TEST(CudaFlashAttention, ReadsAndWritesThroughStrides) {
@@ -306,7 +317,7 @@ TEST(CudaFlashAttention, ReadsAndWritesThroughStrides) {
   where.v = where.q;
   where.v.offset = 2 * h * d;
   where.out = Placement{withTail(c.batch, l, d), {l * h * d, d, h * d, 1}, 0, b * l * h * d};
-  for (FlashQueryTile tile : {FlashQueryTile::kRows64, FlashQueryTile::kRows128}) {
+  for (FlashQueryTile tile : {FlashQueryTile::kRows64, FlashQueryTile::kRows128, FlashQueryTile::kRows32}) {
     checkCase<Float16>(c, tile, where);
     checkCase<BFloat16>(c, tile, where);
   }

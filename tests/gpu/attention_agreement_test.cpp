@@ -197,7 +197,7 @@ TEST(AttentionAgreement, FlashTacticsForcedAgree) {
         ASSERT_NE(forced.gpuLayerOfType("kiln.Attention"), nullptr);
         EXPECT_EQ(forced.gpuLayerOfType("kiln.Attention")->tactic, candidate.tactic);
       }
-      EXPECT_EQ(flashTactics, 2) << "the 64- and 128-row flash tactics are offered";
+      EXPECT_EQ(flashTactics, 3) << "the 32-, 64- and 128-row flash tactics are offered";
     }
   for (Precision precision : {Precision::kFP32, Precision::kTF32}) {
     const AttentionModel model = attentionModel(kCases[0]);

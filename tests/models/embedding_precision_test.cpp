@@ -49,8 +49,7 @@ class EmbeddingPrecision : public ::testing::Test {
       for (int64_t first = 0; first < clip.dim(0); first += 16)
         options_.inputs.push_back({{"input_1", owkw::rows(clip, first, std::min<int64_t>(16, clip.dim(0) - first))}});
     options_.config.allowINT8 = true;
-    if (const char* backend = std::getenv("KILN_TEST_BACKEND"))
-      if (auto kind = parseBackendKind(backend)) options_.config.backend = *kind;
+    options_.config.backend = testBackend();
     options_.config.allowTF32 = false;
     options_.config.calibration.dataPath = dir_.string();
     options_.config.calibration.calibrator = CalibratorKind::kEntropy;
@@ -80,6 +79,7 @@ class EmbeddingPrecision : public ::testing::Test {
 TEST_F(EmbeddingPrecision, BisectionAndAdvisorAgreeOnTheOneConvolutionToKeepWithMinmax) {
   KILN_REQUIRE_MODEL(kModel);
   KILN_REQUIRE_MODEL(kMelModel);
+  if (!int8SkipReason().empty()) GTEST_SKIP() << int8SkipReason();
   if (calibrationBatches_ == 0) GTEST_SKIP() << "SKIPPED: " << owkw::whyNoSpeech();
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
   options_.config.calibration.calibrator = CalibratorKind::kMinMax;
@@ -111,6 +111,7 @@ TEST_F(EmbeddingPrecision, BisectionAndAdvisorAgreeOnTheOneConvolutionToKeepWith
 TEST_F(EmbeddingPrecision, WithEntropyCalibrationTheBisectionKeepsASetThatMeetsTheCriterion) {
   KILN_REQUIRE_MODEL(kModel);
   KILN_REQUIRE_MODEL(kMelModel);
+  if (!int8SkipReason().empty()) GTEST_SKIP() << int8SkipReason();
   if (calibrationBatches_ == 0) GTEST_SKIP() << "SKIPPED: " << owkw::whyNoSpeech();
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
   options_.criterion.minCosine = 0.99;  // entropy clips every activation: the error is spread out

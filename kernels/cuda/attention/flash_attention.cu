@@ -453,8 +453,11 @@ cudaError_t launchTiled(const FlashArgs& args, int64_t batchHeads, cudaStream_t 
 
 template <class T, int kD>
 cudaError_t launchWithHeadDim(const FlashArgs& args, int64_t batchHeads, FlashQueryTile tile, cudaStream_t stream) {
-  return tile == FlashQueryTile::kRows128 ? launchTiled<T, kD, 8>(args, batchHeads, stream)
-                                          : launchTiled<T, kD, 4>(args, batchHeads, stream);
+  switch (tile) {
+    case FlashQueryTile::kRows128: return launchTiled<T, kD, 8>(args, batchHeads, stream);
+    case FlashQueryTile::kRows32: return launchTiled<T, kD, 2>(args, batchHeads, stream);
+    default: return launchTiled<T, kD, 4>(args, batchHeads, stream);
+  }
 }
 
 template <class T>
@@ -489,7 +492,7 @@ cudaError_t launchFlashAttention(const FlashAttentionProblem& p, const void* q, 
   int64_t batchHeads = 1;
   for (int i = 0; i < p.batchRank; ++i) batchHeads *= p.batchDims[i];
   if (batchHeads == 0 || p.queryLength == 0 || p.valueDim == 0) return cudaSuccess;
-  const int64_t rows = tile == FlashQueryTile::kRows128 ? 128 : 64;
+  const int64_t rows = tile == FlashQueryTile::kRows128 ? 128 : tile == FlashQueryTile::kRows32 ? 32 : 64;
   FlashArgs args;
   args.p = p;
   args.q = static_cast<const Bits*>(q);

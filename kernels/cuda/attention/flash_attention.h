@@ -43,8 +43,9 @@ struct FlashAttentionProblem {
 };
 
 // The query rows one block takes (a warp per 16); 64 suits short sequences and large head dims,
-// 128 reads each key tile half as often.
-enum class FlashQueryTile : uint8_t { kRows64, kRows128 };
+// 128 reads each key tile half as often, 32 makes twice the blocks of 64 where few batch-heads
+// would leave multiprocessors idle (batch 1).
+enum class FlashQueryTile : uint8_t { kRows64, kRows128, kRows32 };
 
 // Whether launchFlashAttention takes this problem and type: float16 or bfloat16, D and Dv from 1
 // to kFlashMaxHeadDim, batchRank within its limit, column strides as described.

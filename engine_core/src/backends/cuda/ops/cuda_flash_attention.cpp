@@ -20,7 +20,14 @@ namespace {
 namespace k = kernels::cuda;
 
 const std::string kFlashTactic = "cuda.attention.flash.";
-const std::string kTallTile = "q128.";  // the 128-row tactic's tag, before the precision
+const std::string kTallTile = "q128.";   // the 128-row tactic's tag, before the precision
+const std::string kShortTile = "q32.";   // the 32-row one's
+
+k::FlashQueryTile tileOf(const std::string& tacticId) {
+  if (tacticId.find(kTallTile) != std::string::npos) return k::FlashQueryTile::kRows128;
+  if (tacticId.find(kShortTile) != std::string::npos) return k::FlashQueryTile::kRows32;
+  return k::FlashQueryTile::kRows64;
+}
 
 bool hasMaskInput(const Layer& layer) {
   return layer.attrInt("has_mask", 0) != 0 && layer.inputs.size() > kAttentionMask &&
@@ -86,8 +93,7 @@ class FlashAttentionStep : public CudaStep {
       : CudaStep(layer, tactic, signature, device,
                  storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
         storage_(storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
-        tile_(tactic.id.find(kTallTile) != std::string::npos ? k::FlashQueryTile::kRows128
-                                                               : k::FlashQueryTile::kRows64),
+        tile_(tileOf(tactic.id)),
         scale_(layer.attrFloat("scale", 1.0f)),
         hasMask_(hasMaskInput(layer)),
         name_(layer.describe()) {
@@ -171,9 +177,10 @@ std::vector<Tactic> flashAttentionTactics(const Layer& layer, Precision precisio
   } catch (const Error&) {
     return {};  // the two-product step meets the same problem and reports it naming the layer
   }
-  std::vector<Tactic> tactics(2);
+  std::vector<Tactic> tactics(3);
   tactics[0].id = kFlashTactic + precisionTag(precision);
   tactics[1].id = kFlashTactic + kTallTile + precisionTag(precision);
+  tactics[2].id = kFlashTactic + kShortTile + precisionTag(precision);
   return tactics;  // no workspace
 }
 
