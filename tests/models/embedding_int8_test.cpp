@@ -5,15 +5,14 @@
 // the same CNN as a quantization toolkit exports it (Q/DQ nodes with scales from a min-max
 // calibration, in onnxruntime's uint8 style and in pytorch-quantization's symmetric int8 style,
 // weights per channel): every pair fused or listed with its reason, as close to FP32.
+#include "models/support/embedding_data.h"
 #include "models/support/engine_checks.h"
 #include "models/support/model_files.h"
 #include "models/support/openwakeword.h"
-#include "models/support/speech.h"
 #include "common/qdq_models.h"
 
 #include <kiln/builder.h>
 #include <kiln/file_io.h>
-#include <kiln/npy.h>
 #include <kiln/onnx_importer.h>
 #include <kiln/reference_executor.h>
 
@@ -38,34 +37,6 @@ namespace {
 
 constexpr const char* kModel = "embedding_model.onnx";
 constexpr const char* kMelModel = "melspectrogram.onnx";
-const std::vector<std::string> kCalibrationSentences = {
-    "Alexa, set a timer for five minutes and tell me the weather.",
-    "Hey Jarvis, turn on the kitchen lights and play some music.",
-    "Remind me to call my sister tomorrow morning at nine."};
-const std::vector<std::string> kHeldOutSentences = {
-    "What is the capital of Australia, and how far away is it?",
-    "Hey Mycroft, please read me the latest news headlines."};
-
-// Every window of the sentence's features, 8 frames apart, as [count, 76, 32, 1].
-HostTensor windowsOf(const std::string& sentence, const owkw::Model& mel, int wordsPerMinute) {
-  Speech speech = synthesizeSpeech(sentence, wordsPerMinute);
-  if (!speech.whyNot.empty()) return {};
-  const std::vector<float> features = owkw::featuresOf(mel, speech.samples);
-  std::vector<int64_t> starts;
-  for (int64_t s = 0; (s + owkw::kWindowFrames) * owkw::kMelBins <= int64_t(features.size()); s += owkw::kWindowStep)
-    starts.push_back(s);
-  return owkw::windowsAt(features, starts);
-}
-
-// Rows [first, first + count) of a [rows, ...] tensor.
-HostTensor rows(const HostTensor& t, int64_t first, int64_t count) {
-  std::vector<int64_t> dims = t.dims();
-  dims[0] = count;
-  const int64_t row = t.elementCount() / t.dim(0);
-  std::vector<float> values(t.data<float>() + first * row, t.data<float>() + (first + count) * row);
-  return tensorOf(dims, values);
-}
-
 double cosine(const float* a, const float* b, int64_t n) {
   double dot = 0, na = 0, nb = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -87,7 +58,7 @@ HeldOutAgreement agreementOn(const std::vector<HostTensor>& clips, ExecutionCont
   double errorSquares = 0, referenceSquares = 0;
   for (const HostTensor& clip : clips)
     for (int64_t first = 0; first < clip.dim(0); first += 16) {
-      const HostTensor batch = rows(clip, first, std::min<int64_t>(16, clip.dim(0) - first));
+      const HostTensor batch = owkw::rows(clip, first, std::min<int64_t>(16, clip.dim(0) - first));
       const HostTensor expected = runEngine(fp32, {{"input_1", batch}}).at("conv2d_19");
       const HostTensor actual = runEngine(int8, {{"input_1", batch}}).at("conv2d_19");
       for (int64_t w = 0; w < batch.dim(0); ++w, ++a.windows)
@@ -153,15 +124,10 @@ TEST_F(EmbeddingInt8, HeldOutEmbeddingsStayCloseToFp32WithEveryCalibrator) {
   auto mel = owkw::referenceModel(OnnxImporter().importFile(modelPath(kMelModel).string()));
   // Calibration batches of 8 windows from three sentences; held-out windows from two others, one
   // spoken faster.
-  int batches = 0;
-  for (const auto& sentence : kCalibrationSentences) {
-    const HostTensor windows = windowsOf(sentence, mel, 160);
-    if (windows.empty()) GTEST_SKIP() << "SKIPPED: " << synthesizeSpeech(sentence).whyNot;
-    for (int64_t first = 0; first + 8 <= windows.dim(0); first += 8)
-      writeNpyFile(rows(windows, first, 8), (dir_ / ("input_1." + std::to_string(batches++) + ".npy")).string());
-  }
-  std::vector<HostTensor> heldOut = {windowsOf(kHeldOutSentences[0], mel, 160), windowsOf(kHeldOutSentences[1], mel, 200)};
-  for (const HostTensor& clip : heldOut) ASSERT_FALSE(clip.empty());
+  const int batches = owkw::writeCalibrationWindows(mel, dir_);
+  if (batches == 0) GTEST_SKIP() << "SKIPPED: " << owkw::whyNoSpeech();
+  const std::vector<HostTensor> heldOut = owkw::heldOutWindows(mel);
+  ASSERT_EQ(heldOut.size(), 2u);
 
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
   const OptimizationProfile profile = {{{"input_1", rangeAlong({1, owkw::kWindowFrames, owkw::kMelBins, 1}, 0, 1, 8, 16)}}};
@@ -197,14 +163,10 @@ TEST_F(EmbeddingInt8, AQdqModelFromACalibrationFusesEveryPairAndStaysCloseToFp32
   KILN_REQUIRE_MODEL(kModel);
   KILN_REQUIRE_MODEL(kMelModel);
   auto mel = owkw::referenceModel(OnnxImporter().importFile(modelPath(kMelModel).string()));
-  std::vector<HostTensor> calibration;
-  for (const auto& sentence : kCalibrationSentences) {
-    calibration.push_back(windowsOf(sentence, mel, 160));
-    if (calibration.back().empty()) GTEST_SKIP() << "SKIPPED: " << synthesizeSpeech(sentence).whyNot;
-  }
-  const std::vector<HostTensor> heldOut = {windowsOf(kHeldOutSentences[0], mel, 160),
-                                           windowsOf(kHeldOutSentences[1], mel, 200)};
-  for (const HostTensor& clip : heldOut) ASSERT_FALSE(clip.empty());
+  const std::vector<HostTensor> calibration = owkw::calibrationWindows(mel);
+  if (calibration.empty()) GTEST_SKIP() << "SKIPPED: " << owkw::whyNoSpeech();
+  const std::vector<HostTensor> heldOut = owkw::heldOutWindows(mel);
+  ASSERT_EQ(heldOut.size(), 2u);
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
 
   // The toolkit's calibration: each Conv input's min and max over the calibration windows (FP32).
@@ -257,7 +219,7 @@ TEST_F(EmbeddingInt8, AQdqModelFromACalibrationFusesEveryPairAndStaysCloseToFp32
     // dequantized products in float, the engine exact integers, and where the two land on either
     // side of a rounding boundary of the next layer's quantization the value moves one step (a few
     // hundred values a layer here; measured 0.0023 / 0.0029, against 0.066 / 0.086 from FP32).
-    const HostTensor batch = rows(heldOut[0], 0, 8);
+    const HostTensor batch = owkw::rows(heldOut[0], 0, 8);
     const HostTensor unfused = ReferenceExecutor(qdq).run({{"input_1", batch}}).at("conv2d_19").tensor;
     const double fromGraph = relativeL2(runEngine(*int8, {{"input_1", batch}}).at("conv2d_19"), unfused);
     std::cout << "[ measured ] fused engine vs the Q/DQ graph on the reference executor: relative L2 " << fromGraph

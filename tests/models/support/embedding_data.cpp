@@ -27,14 +27,20 @@ HostTensor windowsOf(const std::string& sentence, const Model& melspectrogram, i
   return windowsAt(features, starts);
 }
 
+std::vector<HostTensor> calibrationWindows(const Model& melspectrogram) {
+  std::vector<HostTensor> windows;
+  for (const auto& sentence : kCalibrationSentences) {
+    windows.push_back(windowsOf(sentence, melspectrogram, 160));
+    if (windows.back().empty()) return {};
+  }
+  return windows;
+}
+
 int writeCalibrationWindows(const Model& melspectrogram, const std::filesystem::path& folder) {
   int batches = 0;
-  for (const auto& sentence : kCalibrationSentences) {
-    const HostTensor windows = windowsOf(sentence, melspectrogram, 160);
-    if (windows.empty()) return 0;
+  for (const HostTensor& windows : calibrationWindows(melspectrogram))
     for (int64_t first = 0; first + 8 <= windows.dim(0); first += 8)
       writeNpyFile(rows(windows, first, 8), (folder / ("input_1." + std::to_string(batches++) + ".npy")).string());
-  }
   return batches;
 }
 

@@ -15,8 +15,12 @@ namespace kiln::test::owkw {
 // speech could be made (synthesizeSpeech(sentence).whyNot says why).
 HostTensor windowsOf(const std::string& sentence, const Model& melspectrogram, int wordsPerMinute);
 
+// The windows of the three calibration sentences, one tensor a sentence; empty when no speech
+// could be made.
+std::vector<HostTensor> calibrationWindows(const Model& melspectrogram);
+
 // The calibration batches of the embedding CNN's INT8 tests: 8 windows a file (input_1.K.npy in
-// `folder`) from three sentences. Returns how many; 0 when no speech could be made.
+// `folder`) from the calibration sentences. Returns how many; 0 when no speech could be made.
 int writeCalibrationWindows(const Model& melspectrogram, const std::filesystem::path& folder);
 
 // Windows not used for calibration: two other sentences, the second spoken faster. Empty when no
