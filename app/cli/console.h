@@ -1,7 +1,6 @@
 #pragma once
 // The terminal side of long commands: warnings and errors on stderr, and a one-line progress bar
 // on stderr when it is a terminal (nothing when it is a file or pipe).
-#include <kiln/builder.h>
 #include <kiln/logger.h>
 
 #include <string>
@@ -28,17 +27,6 @@ class ProgressBar {
  private:
   bool enabled_;
   bool drawn_ = false;
-};
-
-// A build's progress as a ProgressBar.
-class TerminalProgress : public BuildObserver {
- public:
-  void progress(const BuildProgress& p) override {
-    bar_.draw(p.fraction, p.phase + (p.layer.empty() ? "" : " " + p.layer));
-  }
-
- private:
-  ProgressBar bar_;
 };
 
 }  // namespace kiln::cli
