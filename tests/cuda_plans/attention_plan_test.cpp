@@ -5,6 +5,7 @@
 #include "backends/cuda/ops/attention_plan.h"
 #include "cuda_plans/library_emulation.h"
 
+#include <kiln/error.h>
 #include <kiln/shape.h>
 
 #include <gtest/gtest.h>
@@ -160,6 +161,30 @@ TEST(AttentionPlan, WorkspaceHoldsNarrowProbabilitiesAndTheWidenedMask) {
   EXPECT_EQ(half.maskElements, 24);
   EXPECT_EQ(attentionComputeType(DataType::kFloat32, Precision::kTF32), CUBLAS_COMPUTE_32F_FAST_TF32);
   EXPECT_EQ(attentionComputeType(DataType::kFloat32, Precision::kFP32), CUBLAS_COMPUTE_32F);
+}
+
+// A packed layer ([B, L, 3, H, D] for all three inputs): Q, K and V computed on as [B, H, L, D],
+// their re-laid-out copies back to back from one transpose, and cuBLASLt's workspace after them
+// on 256 bytes however many bytes the parts take.
+TEST(AttentionPlan, PackedPartsLieBackToBackAndTheWorkspaceStaysAligned) {
+  Layer layer;
+  layer.name = "attention";
+  layer.attributes["qkv_packed"] = int64_t(1);
+  for (const char* tensor : {"q_interleaved", "k_interleaved", "v_interleaved"}) layer.attributes[tensor] = int64_t(1);
+  const std::vector<int64_t> packed{2, 7, 3, 3, 16};
+  const AttentionPlan p = attentionPlanOf(layer, DataType::kFloat16, packed, packed, packed, nullptr);
+  EXPECT_TRUE(p.packed);
+  EXPECT_EQ(p.partStride, 3 * 16);
+  EXPECT_EQ(p.q, (std::vector<int64_t>{2, 3, 7, 16}));
+  EXPECT_EQ(p.k, p.q);
+  EXPECT_EQ(p.out, p.q);
+  const uint64_t partBytes = 2 * 3 * 7 * 16 * 2;  // 1344: not a multiple of 256
+  EXPECT_EQ(p.relaidAt[1], p.relaidAt[0] + partBytes);
+  EXPECT_EQ(p.relaidAt[2], p.relaidAt[1] + partBytes);
+  EXPECT_EQ(p.cublasAt % 256, 0u);
+  EXPECT_EQ(packedToComputedPermutation(5), (std::vector<int64_t>{2, 0, 3, 1, 4}));
+  const std::vector<int64_t> notPacked{2, 7, 4, 3, 16};
+  EXPECT_THROW(attentionPlanOf(layer, DataType::kFloat16, notPacked, notPacked, notPacked, nullptr), Error);
 }
 
 // The flash step reads the mask through these strides: 0 where it broadcasts, dense elsewhere,

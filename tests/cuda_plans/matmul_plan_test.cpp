@@ -306,6 +306,10 @@ TEST(MatMulPlan, EpiloguesGoIntoCublasWhereItTakesThem) {
   EXPECT_EQ(gelu.compute, CUBLAS_COMPUTE_32F_FAST_TF32);
   EXPECT_EQ(fusionOf(gelu, g, 0, false).epilogue, CUBLASLT_EPILOGUE_BIAS);
   EXPECT_TRUE(fusionOf(gelu, g, 0, false).elementwiseActivation);
+  // With 16-bit storage the tanh form stands in for it (within half an fp16 step).
+  const MatMulSpec geluHalf = matMulSpecOf(layerOf(c), Precision::kFP16, DataType::kFloat32, true);
+  EXPECT_EQ(fusionOf(geluHalf, g, 0, false).epilogue, CUBLASLT_EPILOGUE_GELU_BIAS);
+  EXPECT_FALSE(fusionOf(geluHalf, g, 0, false).elementwiseActivation);
 }
 
 TEST(MatMulPlan, TacticPayloadsRoundTrip) {

@@ -218,13 +218,16 @@ TEST_F(EmbeddingInt8, AQdqModelFromACalibrationFusesEveryPairAndStaysCloseToFp32
     // The fused engine computes what the Q/DQ graph computes, up to float rounding: the graph sums
     // dequantized products in float, the engine exact integers, and where the two land on either
     // side of a rounding boundary of the next layer's quantization the value moves one step (a few
-    // hundred values a layer here; measured 0.0023 / 0.0029, against 0.066 / 0.086 from FP32).
+    // hundred values a layer here). Which values flip follows the reference's float summation
+    // order, which differs between CPUs (oneDNN / OpenBLAS pick kernels by instruction set):
+    // measured 0.0023 / 0.0029 on one machine and 0.0070 / 0.0029 on another, against 0.066 / 0.086
+    // from FP32.
     const HostTensor batch = owkw::rows(heldOut[0], 0, 8);
     const HostTensor unfused = ReferenceExecutor(qdq).run({{"input_1", batch}}).at("conv2d_19").tensor;
     const double fromGraph = relativeL2(runEngine(*int8, {{"input_1", batch}}).at("conv2d_19"), unfused);
     std::cout << "[ measured ] fused engine vs the Q/DQ graph on the reference executor: relative L2 " << fromGraph
               << "\n";
-    EXPECT_LT(fromGraph, 0.1 * a.relativeL2);
+    EXPECT_LT(fromGraph, 0.2 * a.relativeL2);
     EXPECT_EQ(tally.unfused, 0);
     EXPECT_GE(a.worstCosine, 0.99);
     EXPECT_GT(a.relativeL2, 1e-4) << "int8 this close to fp32: the layers were not quantized";

@@ -23,6 +23,8 @@
 //   q_interleaved, k_interleaved, v_interleaved, out_interleaved (int, default 0): that tensor is
 //   stored with its row dim and last batch dim swapped ([B, L, H, D] for the [B, H, L, D] above;
 //   rank 3 or more), as exporters lay heads out; the dims above are the swapped-back ones.
+//   qkv_packed (int, default 0): inputs 0, 1 and 2 are one tensor [..., L, 3, H, D] whose part i
+//   (that dim's index) is Q, K or V stored interleaved ([..., L, H, D]); q/k/v_interleaved are 1.
 #include "fused.h"
 
 #include "op_families.h"
@@ -85,9 +87,29 @@ void inferPointwise(InferenceContext& ctx) {
   ctx.setOutput(0, out.dtype, out.shape);
 }
 
+// A packed attention's Q, K and V: one tensor [..., L, 3, H, D], read interleaved.
+void checkPackedInputs(InferenceContext& ctx) {
+  const Layer& layer = ctx.layer();
+  if (layer.inputs.size() < 3 || layer.inputs[1] != layer.inputs[0] || layer.inputs[2] != layer.inputs[0])
+    ctx.fail("qkv_packed is 1, so inputs 0, 1 and 2 must name one tensor");
+  for (size_t i = 0; i < 3; ++i)
+    if (!fused::attentionInterleaved(layer, i)) ctx.fail("qkv_packed is 1, so q/k/v_interleaved must be 1");
+  if (layer.attrInt("k_transposed", 0) != 0) ctx.fail("qkv_packed is 1, so k_transposed must be 0");
+  const Shape& packed = ctx.inputShape(0);
+  if (!packed.hasRank()) return;
+  if (packed.rank() < fused::kPackedPartsDim + 2)
+    ctx.fail("qkv_packed is 1, so input 0 needs rank 5 or more ([..., L, 3, H, D]), got " + packed.toString());
+  const Dim& parts = packed[packed.rank() - fused::kPackedPartsDim];
+  if (parts.isKnown() && parts.value() != 3)
+    ctx.fail("qkv_packed is 1, so input 0's dim -3 must be 3 (Q, K, V), got " + packed.toString());
+}
+
 void inferAttention(InferenceContext& ctx) {
+  const bool packed = fused::attentionPacked(ctx.layer());
+  if (packed) checkPackedInputs(ctx);
   auto computed = [&](size_t i) {  // the dims the attention computes on
-    const Shape& stored = ctx.inputShape(i);
+    const Shape& stored =
+        packed && ctx.inputShape(i).hasRank() ? Shape(fused::packedPartDims(ctx.inputShape(i).dims())) : ctx.inputShape(i);
     if (!fused::attentionInterleaved(ctx.layer(), i) || !stored.hasRank()) return stored;
     if (stored.rank() < 3) ctx.fail("input " + std::to_string(i) + " is interleaved, so it needs rank 3 or more, got " + stored.toString());
     return Shape(fused::swapRowsAndHeads(stored.dims()));

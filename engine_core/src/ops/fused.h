@@ -3,6 +3,7 @@
 // The semantics of each fused op are documented at the top of ops/fused.cpp.
 #include <kiln/network.h>
 
+#include <cstddef>
 #include <utility>
 
 namespace kiln::fused {
@@ -41,6 +42,21 @@ inline constexpr size_t kAttentionOutput = 3;  // kAttentionInterleaved's index 
 // Whether tensor `which` (0 Q, 1 K, 2 V, kAttentionOutput) is stored interleaved.
 inline bool attentionInterleaved(const Layer& attention, size_t which) {
   return attention.attrInt(kAttentionInterleaved[which], 0) != 0;
+}
+
+// kiln.Attention with qkv_packed = 1 reads Q, K and V from one tensor [..., L, 3, H, D] (a merged
+// QKV projection, viewed): inputs 0, 1 and 2 all name it, and part i (Q, K, V) is [..., L, i, H, D],
+// stored interleaved. The kernels read the parts in place, so the Split after the projection goes.
+inline constexpr const char* kAttentionPacked = "qkv_packed";
+inline constexpr size_t kPackedPartsDim = 3;  // counted from the end: [..., L, 3, H, D]
+
+inline bool attentionPacked(const Layer& attention) { return attention.attrInt(kAttentionPacked, 0) != 0; }
+
+// The dims one packed part is stored with: the packed tensor's without its parts dim.
+template <class Dims>
+Dims packedPartDims(Dims packed) {
+  if (packed.size() >= kPackedPartsDim + 1) packed.erase(packed.end() - std::ptrdiff_t(kPackedPartsDim));
+  return packed;
 }
 
 // The dims with the row dim (rank - 2) and the last batch dim (rank - 3) swapped: interleaved to

@@ -140,6 +140,12 @@ std::optional<std::string> otherOperand(const Layer& layer, const std::string& o
 
 bool isOp(const Layer& layer, const char* opType) { return layer.domain.empty() && layer.opType == opType; }
 
+std::optional<std::vector<int64_t>> knownDims(const Network& network, const std::string& tensor) {
+  const Tensor* t = network.findTensor(tensor);
+  if (!t || !t->shape.hasRank() || !t->shape.isFullyKnown()) return std::nullopt;
+  return t->shape.knownDims();
+}
+
 bool sameDeterminedShape(const Shape& a, const Shape& b) {
   if (!a.hasRank() || !b.hasRank() || a.rank() != b.rank()) return false;
   for (size_t i = 0; i < a.rank(); ++i) {

@@ -65,6 +65,9 @@ std::optional<std::vector<int64_t>> constantInts(const Network& network, const s
 std::optional<std::string> otherOperand(const Layer& layer, const std::string& operand);
 bool isOp(const Layer& layer, const char* opType);  // ai.onnx op of that type
 
+// The dims of `tensor` when every one is known (static shapes), else nullopt.
+std::optional<std::vector<int64_t>> knownDims(const Network& network, const std::string& tensor);
+
 // Whether both shapes are fully determined (known or named dims) and equal.
 bool sameDeterminedShape(const Shape& a, const Shape& b);
 

@@ -44,6 +44,7 @@ PassManager PassManager::standard(int optimizationLevel) {
     manager.add(createRecognizeLayerNormPass());
     manager.add(createRecognizeGeluPass());
     manager.add(createFuseAttentionPass());
+    manager.add(createFoldAttentionOutputLayoutPass());
   }
   if (optimizationLevel >= 2) {
     manager.add(createFoldBatchNormPass());
@@ -53,6 +54,7 @@ PassManager PassManager::standard(int optimizationLevel) {
   }
   if (optimizationLevel >= 3) {
     manager.add(createMergeSiblingMatMulsPass());
+    manager.add(createPackAttentionInputsPass());
     manager.add(createFusePointwisePass());
   }
   if (optimizationLevel >= 2) manager.add(createEliminateDeadCodePass());

@@ -33,5 +33,10 @@ std::unique_ptr<Pass> createRecognizeLayerNormPass();
 std::unique_ptr<Pass> createRecognizeGeluPass();
 // MatMul(Q, K^T) -> scale -> [+ mask] -> Softmax -> MatMul(., V) -> kiln.Attention.
 std::unique_ptr<Pass> createFuseAttentionPass();
+// kiln.Attention -> Transpose -> Reshape -> projection -> Reshape -> Transpose (sequence-first
+// nn.MultiheadAttention) -> the attention writes batch-first rows, the projection reads them.
+std::unique_ptr<Pass> createFoldAttentionOutputLayoutPass();
+// kiln.Attention whose Q, K, V are re-indexed slices of one [..., L, 3, H, D] tensor -> reads it in place.
+std::unique_ptr<Pass> createPackAttentionInputsPass();
 
 }  // namespace kiln

@@ -204,35 +204,48 @@ CudnnOperationGraph::CudnnOperationGraph(cudnnHandle_t handle, std::vector<Cudnn
   graph_.finalize();
 }
 
-std::vector<EngineChoice> CudnnOperationGraph::rankedEngines(size_t limit) const {
+std::vector<EngineChoice> CudnnOperationGraph::heuristicChoices(int mode) const {
   std::vector<EngineChoice> out;
-  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    if (out.size() >= limit) break;
-    CudnnDescriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what_ + ": cuDNN's heuristics");
-    heuristics.setDescriptor(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph_);
-    heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-    if (!heuristics.tryFinalize()) continue;
-    int64_t count = 0;
-    if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                 &count, nullptr) != CUDNN_STATUS_SUCCESS ||
-        count <= 0)
-      continue;
-    std::vector<CudnnDescriptor> configs;
-    std::vector<cudnnBackendDescriptor_t> raw;
-    for (int64_t i = 0; i < count; ++i) {
-      configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, what_ + ": an engine config");
-      raw.push_back(configs.back().get());
-    }
-    int64_t returned = 0;
-    if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                 count, &returned, raw.data()) != CUDNN_STATUS_SUCCESS)
-      continue;
-    for (int64_t i = 0; i < returned && out.size() < limit; ++i) {
-      EngineChoice choice;
-      if (readChoice(raw[size_t(i)], choice) && std::find(out.begin(), out.end(), choice) == out.end())
-        out.push_back(std::move(choice));
-    }
+  CudnnDescriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what_ + ": cuDNN's heuristics");
+  heuristics.setDescriptor(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph_);
+  const auto heurMode = cudnnBackendHeurMode_t(mode);
+  heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heurMode);
+  if (!heuristics.tryFinalize()) return out;
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+                               &count, nullptr) != CUDNN_STATUS_SUCCESS ||
+      count <= 0)
+    return out;
+  std::vector<CudnnDescriptor> configs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, what_ + ": an engine config");
+    raw.push_back(configs.back().get());
   }
+  int64_t returned = 0;
+  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                               &returned, raw.data()) != CUDNN_STATUS_SUCCESS)
+    return out;
+  for (int64_t i = 0; i < returned; ++i) {
+    EngineChoice choice;
+    if (readChoice(raw[size_t(i)], choice)) out.push_back(std::move(choice));
+  }
+  return out;
+}
+
+std::vector<EngineChoice> CudnnOperationGraph::rankedEngines(size_t limit) const {
+  // Modes A and B rank differently (B is slower to ask, and better on some fused graphs); taking
+  // their lists in turn puts both first picks among the candidates timed. FALLBACK fills the rest.
+  const std::vector<EngineChoice> lists[] = {heuristicChoices(CUDNN_HEUR_MODE_A), heuristicChoices(CUDNN_HEUR_MODE_B)};
+  std::vector<EngineChoice> out;
+  auto take = [&](const EngineChoice& choice) {
+    if (out.size() < limit && std::find(out.begin(), out.end(), choice) == out.end()) out.push_back(choice);
+  };
+  for (size_t rank = 0; out.size() < limit && (rank < lists[0].size() || rank < lists[1].size()); ++rank)
+    for (const auto& list : lists)
+      if (rank < list.size()) take(list[rank]);
+  if (out.size() < limit)
+    for (const EngineChoice& choice : heuristicChoices(CUDNN_HEUR_MODE_FALLBACK)) take(choice);
   return out;
 }
 

@@ -72,12 +72,14 @@ class CudnnOperationGraph {
   CudnnOperationGraph(cudnnHandle_t handle, std::vector<CudnnDescriptor> operations,
                       std::vector<CudnnDescriptor> parts, const std::string& what);
   const CudnnDescriptor& get() const { return graph_; }
-  // The heuristics' engine configs (modes A then FALLBACK, duplicates dropped), best first; at
-  // most `limit`.
+  // The heuristics' engine configs (modes A and B in turn, then FALLBACK, duplicates dropped),
+  // best first; at most `limit`.
   std::vector<EngineChoice> rankedEngines(size_t limit) const;
   const std::string& what() const { return what_; }
 
  private:
+  // One heuristics mode's configs (a cudnnBackendHeurMode_t), best first.
+  std::vector<EngineChoice> heuristicChoices(int mode) const;
   std::vector<CudnnDescriptor> operations_, parts_;  // kept alive: the graph refers to them
   CudnnDescriptor graph_;
   cudnnHandle_t handle_;

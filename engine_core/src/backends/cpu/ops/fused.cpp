@@ -181,7 +181,18 @@ void attention(KernelContext& ctx) {
   // Interleaved inputs are re-laid out into the computed layout first (the fused GPU kernels read
   // them in place through strides; here a copy keeps one kernel for both).
   HostTensor relaid[3];
+  const bool packed = fused::attentionPacked(ctx.layer());
   auto computed = [&](size_t i, const HostTensor& stored) -> const HostTensor& {
+    if (packed) {  // part i of [..., L, 3, H, D]: its interleaved dims, strided through the parts dim
+      if (stored.rank() < fused::kPackedPartsDim + 2 || stored.dim(stored.rank() - fused::kPackedPartsDim) != 3)
+        ctx.fail("the packed Q, K, V input must be [..., L, 3, H, D], got " + dimsToString(stored.dims()));
+      const std::vector<int64_t> strides = kernels::denseStrides(stored.dims());
+      const int64_t partStride = strides[stored.rank() - fused::kPackedPartsDim];
+      relaid[i] = HostTensor(DataType::kFloat32, fused::swapRowsAndHeads(fused::packedPartDims(stored.dims())));
+      copyFloatsStrided(stored.data<float>() + int64_t(i) * partStride, relaid[i].data<float>(), relaid[i].dims(),
+                        fused::swapRowsAndHeads(fused::packedPartDims(strides)));
+      return relaid[i];
+    }
     if (!fused::attentionInterleaved(ctx.layer(), i)) return stored;
     if (stored.rank() < 3) ctx.fail("input " + std::to_string(i) + " is interleaved but has rank " + std::to_string(stored.rank()));
     relaid[i] = swappedRowsAndHeads(stored.data<float>(), stored.dims());

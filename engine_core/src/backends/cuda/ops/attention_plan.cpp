@@ -35,11 +35,22 @@ AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::v
                               const std::vector<int64_t>* mask, uint64_t scoresBudget) {
   const bool kTransposed = layer.attrInt("k_transposed", 0) != 0;
   AttentionPlan p;
-  const std::vector<int64_t>* stored[3] = {&storedQ, &storedK, &storedV};
+  p.packed = fused::attentionPacked(layer);
+  if (p.packed) {
+    const size_t rank = storedQ.size();
+    if (rank < fused::kPackedPartsDim + 2 || storedQ[rank - fused::kPackedPartsDim] != 3 || storedK != storedQ ||
+        storedV != storedQ)
+      throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": its packed Q, K, V input must be one tensor [..., L, 3, H, D], got " +
+                                                   dimsText(storedQ));
+    p.partStride = product(storedQ, rank - fused::kPackedPartsDim + 1, rank);
+  }
+  const std::vector<int64_t> partDims = p.packed ? fused::packedPartDims(storedQ) : std::vector<int64_t>();
+  const std::vector<int64_t>* stored[3] = {p.packed ? &partDims : &storedQ, p.packed ? &partDims : &storedK,
+                                           p.packed ? &partDims : &storedV};
   std::vector<int64_t>* computed[3] = {&p.q, &p.k, &p.v};
   for (size_t t = 0; t < 4; ++t) {
     p.interleaved[t] = fused::attentionInterleaved(layer, t);
-    const size_t rank = t < 3 ? stored[t]->size() : storedQ.size();
+    const size_t rank = stored[t < 3 ? t : 0]->size();
     if (p.interleaved[t] && rank < 3)
       throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": its " + kTensorNames[t] +
                                                    " is stored interleaved, which needs rank 3 or more");
@@ -122,13 +133,24 @@ AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::v
   for (size_t t = 0; t < 4; ++t) {
     if (!p.interleaved[t]) continue;
     p.relaidAt[t] = at;
-    at += alignUp(uint64_t(product(*relaid[t], 0, relaid[t]->size())) * bytes);
+    // A packed layer's parts land back to back from one copy (packedToComputedPermutation); what
+    // follows them starts aligned again (cuBLASLt wants its workspace on 256 bytes).
+    at += uint64_t(product(*relaid[t], 0, relaid[t]->size())) * bytes;
+    if (!p.packed || t >= 2) at = alignUp(at);
   }
   p.cublasAt = at;
   for (int64_t c = 0; c < p.chunks; ++c)
     for (int64_t matrix : {p.lq * p.d, p.lk * p.d, p.lk * p.dv, p.lq * p.dv})
       p.offsetBits |= uint64_t(c * p.chunk * matrix) * bytes;
   return p;
+}
+
+std::vector<int64_t> packedToComputedPermutation(size_t rank) {
+  const int64_t batch = int64_t(rank) - 4, rows = batch, parts = batch + 1, heads = batch + 2, depth = batch + 3;
+  std::vector<int64_t> perm{parts};
+  for (int64_t i = 0; i < batch; ++i) perm.push_back(i);
+  perm.insert(perm.end(), {heads, rows, depth});
+  return perm;
 }
 
 cublasComputeType_t attentionComputeType(DataType storage, Precision precision) {

@@ -22,6 +22,10 @@ struct AttentionPlan {
   // layer's *_interleaved attribute says so), and the output's as computed and as stored.
   std::vector<int64_t> q, k, v, out, storedOut;
   bool interleaved[4] = {};  // Q, K, V, output (fused::kAttentionInterleaved)
+  // Q, K and V as parts of one stored tensor [..., L, 3, H, D] (fused::kAttentionPacked): part i
+  // starts i * partStride elements in; the two-product step re-lays all three out with one copy.
+  bool packed = false;
+  int64_t partStride = 0;
   int64_t lq = 0, lk = 0, d = 0, dv = 0;
   bool kTransposed = false;  // K given as [..., D, Lk]
   int64_t chunk = 1;         // batch-heads per chunk: the product of the trailing batch dims from `split`
@@ -42,8 +46,9 @@ struct AttentionPlan {
   uint64_t offsetBits = 0;  // every chunk's operand offsets in bytes, OR-ed (pointer alignment)
 };
 
-// The plan for Q, K, V (and the mask, when given) stored with these dims in `storage`; throws
-// naming the layer for dims that do not fit each other.
+// The plan for Q, K, V (and the mask, when given) stored with these dims in `storage` (for a
+// packed layer, each the packed tensor's); throws naming the layer for dims that do not fit each
+// other.
 AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::vector<int64_t>& q,
                               const std::vector<int64_t>& k, const std::vector<int64_t>& v,
                               const std::vector<int64_t>* mask, uint64_t scoresBudget = kAttentionScoresBudget);
@@ -51,6 +56,9 @@ AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::v
 // The permutation between a tensor's stored and computed dims when interleaved (rows and the last
 // batch dim swapped; its own inverse), for kernels::cuda::transpose.
 std::vector<int64_t> rowsAndHeadsPermutation(size_t rank);
+// The permutation of a packed [batch..., L, 3, H, D] into [3, batch..., H, L, D]: Q, K and V one
+// after the other, each in the computed layout.
+std::vector<int64_t> packedToComputedPermutation(size_t rank);
 
 // fp32 math exactly unless the precision is TF32; fp16 / bf16 accumulate in fp32.
 cublasComputeType_t attentionComputeType(DataType storage, Precision precision);

@@ -101,8 +101,13 @@ class AttentionStep : public CudaStep {
     // Interleaved inputs are re-laid out for the strided-batched products; an interleaved output
     // is computed in the workspace and re-laid out at the end.
     const std::vector<int64_t> swap = rowsAndHeadsPermutation(p.q.size());
+    if (p.packed)  // Q, K and V from one copy, back to back at relaidAt
+      check(k::transpose(input(args, kAttentionQ), workspace + p.relaidAt[kAttentionQ], args.inputs[kAttentionQ].dims,
+                         packedToComputedPermutation(args.inputs[kAttentionQ].dims.size()), elementType(out), s),
+            "re-laying out its packed Q, K and V");
     auto computedLayout = [&](size_t i) -> const char* {
       const void* stored = input(args, i);
+      if (p.packed) return workspace + p.relaidAt[i];
       if (!p.interleaved[i]) return static_cast<const char*>(stored);
       check(k::transpose(stored, workspace + p.relaidAt[i], args.inputs[i].dims, swap, elementType(out), s),
             "re-laying out its interleaved inputs");

@@ -35,14 +35,16 @@ bool hasMaskInput(const Layer& layer) {
 }
 
 // Element strides of a dense tensor stored with `stored` dims, in the order of the dims attention
-// computes on (rows and heads swapped back when interleaved).
-std::vector<int64_t> computedStrides(const std::vector<int64_t>& stored, bool interleaved) {
+// computes on (rows and heads swapped back when interleaved). A packed part's are the packed
+// tensor's without the parts dim.
+std::vector<int64_t> computedStrides(const std::vector<int64_t>& stored, bool packed, bool interleaved) {
   std::vector<int64_t> strides(stored.size());
   int64_t stride = 1;
   for (size_t i = stored.size(); i-- > 0;) {
     strides[i] = stride;
     stride *= stored[i];
   }
+  if (packed) strides = fused::packedPartDims(std::move(strides));
   return interleaved ? fused::swapRowsAndHeads(std::move(strides)) : strides;
 }
 
@@ -62,7 +64,7 @@ k::FlashAttentionProblem flashProblemOf(const AttentionPlan& plan, const LayerSh
                                            &storedInputs[kAttentionV], &plan.storedOut};
   k::FlashStrides* views[4] = {&p.q, &p.k, &p.v, &p.out};
   for (size_t t = 0; t < 4; ++t) {
-    const std::vector<int64_t> strides = computedStrides(*stored[t], plan.interleaved[t]);
+    const std::vector<int64_t> strides = computedStrides(*stored[t], plan.packed && t < 3, plan.interleaved[t]);
     for (size_t i = 0; i < batchRank; ++i) views[t]->batch[i] = strides[i];
     views[t]->row = strides[batchRank];
     views[t]->column = strides[batchRank + 1];
@@ -79,6 +81,7 @@ k::FlashAttentionProblem flashProblemOf(const AttentionPlan& plan, const LayerSh
 struct FlashShape {
   LayerShapes inputDims;
   k::FlashAttentionProblem problem;
+  int64_t partStride = 0;  // elements between a packed layer's Q, K and V (0: not packed)
   bool empty = false;
 };
 
@@ -119,8 +122,11 @@ class FlashAttentionStep : public CudaStep {
                                                                                  : args.inputs[kAttentionMask].dtype;
       maskType = *elementTypeOf(stored);
     }
-    check(k::launchFlashAttention(shape.problem, input(args, kAttentionQ), input(args, kAttentionK),
-                                  input(args, kAttentionV), mask, maskType, args.outputs[0].data,
+    // A packed layer's K and V start one and two parts into the packed tensor.
+    const uint64_t partBytes = uint64_t(shape.partStride) * byteSize(storage_);
+    const char* keys = static_cast<const char*>(input(args, kAttentionK)) + partBytes;
+    const char* values = static_cast<const char*>(input(args, kAttentionV)) + 2 * partBytes;
+    check(k::launchFlashAttention(shape.problem, input(args, kAttentionQ), keys, values, mask, maskType, args.outputs[0].data,
                                   elementType(args.outputs[0]), tile_, streamOf(stream)),
           "launching its flash-attention kernel");
   }
@@ -139,6 +145,7 @@ class FlashAttentionStep : public CudaStep {
     FlashShape shape;
     for (const TensorView& view : args.inputs) shape.inputDims.push_back(view.dims);
     shape.problem = flashProblemOf(plan, shape.inputDims, scale_);
+    shape.partStride = plan.partStride;
     shape.empty = plan.empty;
     if (!shape.empty && !k::flashAttentionTakes(shape.problem, *elementTypeOf(storage_)))
       throw Error(ErrorCode::kUnsupported,
