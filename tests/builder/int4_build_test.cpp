@@ -4,7 +4,7 @@
 // a smaller plan; small, non-constant and held layers kept float with the reason; a backend
 // without int4 kernels keeping them all float; bad group sizes refused. And onnxruntime's
 // MatMulNBits, its weights packed here as its spec says (unsigned nibbles low first, blocks along
-// K with a short last one, packed zero points or the default 8), against the spec's dequantization
+// K with a short last one, packed zero points or the default 8, float32 or float16 scales), against the spec's dequantization
 // in double, on the int4 kernel and as the float MatMul a backend without it gets; the forms Kiln
 // does not take refused at import with the reason.
 #include <kiln/builder.h>
@@ -14,6 +14,8 @@
 #include <kiln/runtime.h>
 
 #include "common/test_models.h"
+
+#include <kernels/cpu/common/numeric_types.h>
 
 #include <gtest/gtest.h>
 
@@ -226,6 +228,28 @@ TEST(Int4Build, ABackendWithoutInt4KernelsKeepsTheLayersFloat) {
   EXPECT_EQ(layerNamed(built.report, "gemm").backend, "cpu-device");
 }
 
+// An fp16 build stores the activations and the bias in fp16, but the scales stay fp32 (the rule's
+// one rounding), so the weights the layer multiplies by are the fp32 build's.
+TEST(Int4Build, AnFp16BuildKeepsTheScalesFp32) {
+  const Weights w;
+  auto network = mlpNetwork(w);
+  const HostTensor x = test::randomFloats({kRows, kK}, 10), r = test::randomFloats({kRows, kOut}, 11);
+  BuilderConfig config = int4Config(32);
+  const auto fp32 = runPlan(Builder().build(*network, config).plan, {{"x", x}, {"r", r}});
+  config.allowFP16 = true;
+  const BuildResult built = Builder().build(*network, config);
+  const LayerSummary& matmul = layerNamed(built.report, "matmul");
+  ASSERT_EQ(matmul.type, "kiln.WeightOnlyMatMul");
+  EXPECT_EQ(matmul.precision, "fp16");
+  ASSERT_EQ(matmul.inputs.size(), 5u);
+  EXPECT_EQ(matmul.inputs[1].dtype, "uint8");
+  EXPECT_EQ(matmul.inputs[2].dtype, "float16");  // the bias
+  EXPECT_EQ(matmul.inputs[4].dtype, "float32");  // the scales
+  const auto fp16 = runPlan(built.plan, {{"x", x}, {"r", r}});
+  const std::vector<float> y = valuesOf(fp32.at("y"));
+  EXPECT_LT(relativeError(fp16.at("y"), std::vector<double>(y.begin(), y.end())), 5e-3);
+}
+
 TEST(Int4Build, RefusesGroupSizesOtherThan32And64And128) {
   auto network = mlpNetwork(Weights{});
   for (int64_t group : {0, 16, 48, 256}) {
@@ -250,13 +274,15 @@ struct NBitsWeights {
   std::vector<float> scales;     // [N, blocks]
   std::vector<int> zeroPoints;   // [N, blocks] in [0, 15]; empty: the default 8
   std::vector<float> bias;       // [N]
+  bool halfScales = false;       // stored as float16 (the values above are float16's)
 
-  NBitsWeights(bool asymmetric, uint32_t seed) : codes(size_t(n * k)), scales(size_t(n * blocks)), bias(size_t(n)) {
+  NBitsWeights(bool asymmetric, uint32_t seed, bool half = false)
+      : codes(size_t(n * k)), scales(size_t(n * blocks)), bias(size_t(n)), halfScales(half) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> code(0, 15);
     std::uniform_real_distribution<float> scale(0.01f, 0.05f), value(-1.0f, 1.0f);
     for (int& c : codes) c = code(rng);
-    for (float& s : scales) s = scale(rng);
+    for (float& s : scales) s = half ? float(kernels::Float16(scale(rng))) : scale(rng);
     for (float& b : bias) b = value(rng);
     if (asymmetric) {
       zeroPoints.resize(size_t(n * blocks));
@@ -284,6 +310,12 @@ struct NBitsWeights {
         z.data<uint8_t>()[row * bytes + i / 2] |= uint8_t(zeroPoints[size_t(row * blocks + i)] << (4 * (i % 2)));
     return z;
   }
+  HostTensor scaleTensor() const {
+    if (!halfScales) return HostTensor::fromVector<float>({n, blocks}, scales);
+    std::vector<kernels::Float16> half;
+    for (float s : scales) half.push_back(kernels::Float16(s));
+    return HostTensor::fromVector<kernels::Float16>({n, blocks}, half);
+  }
   // (code - zero_point) * scale, as [K, N].
   std::vector<double> dequantized() const {
     std::vector<double> w(size_t(k * n));
@@ -304,7 +336,7 @@ ModelBuilder nbitsModel(const NBitsWeights& w, int64_t bits = 4, bool floatZeroP
   contrib->set_version(1);
   mb.input("x", kFloat, {2, 5, NBitsWeights::k})
       .initializer("B", w.packedB())
-      .initializer("scales", HostTensor::fromVector<float>({NBitsWeights::n, NBitsWeights::blocks}, w.scales))
+      .initializer("scales", w.scaleTensor())
       .initializer("bias", HostTensor::fromVector<float>({NBitsWeights::n}, w.bias))
       .output("y");
   std::string zeroPoints;
@@ -329,8 +361,8 @@ TEST(MatMulNBitsImport, RunsTheSpecsDequantizationOnTheInt4KernelOrAsAFloatMatMu
   const HostTensor x = test::randomFloats({2, 5, NBitsWeights::k}, 20);
   const std::vector<double> xs(x.data<float>(), x.data<float>() + x.elementCount());
   for (bool asymmetric : {false, true}) {
-    SCOPED_TRACE(asymmetric ? "packed zero points" : "default zero point 8");
-    const NBitsWeights w(asymmetric, asymmetric ? 21 : 22);
+    SCOPED_TRACE(asymmetric ? "packed zero points, float32 scales" : "default zero point 8, float16 scales");
+    const NBitsWeights w(asymmetric, asymmetric ? 21 : 22, !asymmetric);
     auto network = OnnxImporter().importBytes(nbitsModel(w).bytes());
     const std::vector<double> expected =
         product(xs, w.dequantized(), 10, NBitsWeights::k, NBitsWeights::n, std::vector<double>(w.bias.begin(), w.bias.end()));
