@@ -45,7 +45,7 @@ void dequantizeInt4Tile(const Int4Weights& w, int64_t k0, int64_t kCount, float*
   const int64_t groups = w.groups(), columnBytes = w.bytesPerColumn(), group = w.groupSize;
   parallelFor(w.n, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, kCount)), [&](int64_t begin, int64_t end) {
     for (int64_t column = begin; column < end; ++column) {
-      float* out = tile + column * kCount - k0;  // out[row] for rows k0 .. k0 + kCount
+      float* out = tile + column * kCount;  // out[row - k0] for rows k0 .. k0 + kCount
       for (int64_t row = k0; row < k0 + kCount;) {
         const int64_t g = row / group, cell = column * groups + g;
         const int64_t groupEnd = std::min((g + 1) * group, k0 + kCount);
@@ -56,13 +56,19 @@ void dequantizeInt4Tile(const Int4Weights& w, int64_t k0, int64_t kCount, float*
               dequantizeInt4(unpackInt4(uint8_t(nibble), 0), w.zeros ? int(w.zeros[cell]) : 0, w.scales[cell]);
         // Groups are whole bytes (G is even), so element k of the column sits in byte k / 2.
         const uint8_t* bytes = w.packed + column * columnBytes;
-        if (row % 2 != 0) out[row] = byNibble[bytes[row / 2] >> 4], ++row;
+        if (row % 2 != 0) {  // a tile starting on a high nibble
+          out[row - k0] = byNibble[bytes[row / 2] >> 4];
+          ++row;
+        }
         for (; row + 1 < groupEnd; row += 2) {
           const uint8_t b = bytes[row / 2];
-          out[row] = byNibble[b & 0xF];
-          out[row + 1] = byNibble[b >> 4];
+          out[row - k0] = byNibble[b & 0xF];
+          out[row + 1 - k0] = byNibble[b >> 4];
         }
-        if (row < groupEnd) out[row] = byNibble[bytes[row / 2] & 0xF], ++row;
+        if (row < groupEnd) {  // the group or the tile ends on a low nibble
+          out[row - k0] = byNibble[bytes[row / 2] & 0xF];
+          ++row;
+        }
       }
     }
   });
