@@ -211,6 +211,7 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   passContext.backend = config.backend;
   passContext.optimizationLevel = config.optimizationLevel;
   passContext.backendSupports = [&](const Layer& l) { return engineBackend->supports(l, Precision::kFP32).supported; };
+  // layer -> why it stays float (not int8, not int4)
   std::map<std::string, std::string> keptFloat = lowerMatMulNBits(*network, config, *engineBackend, report);
   for (PassRecord& pass : PassManager::standard(config.optimizationLevel).run(*network, passContext))
     report.passes.push_back(std::move(pass));
@@ -219,7 +220,6 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
                                      std::to_string(pass.layersAfter) + " layers");
   network->sortLayersTopologically();
   checkLayerConstraintNames(input, *network, config);
-  // layer -> why it is not int8 (or int4)
   if (isExplicitlyQuantized(input)) {  // the model states its quantization (TensorRT's explicit mode)
     keptFloat.merge(fuseExplicitQuantization(input, *network, config, *engineBackend, report));
     if (config.allowINT8)
@@ -228,10 +228,10 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   } else if (config.allowINT8) {
     progress.report("calibration", 0.05);
     keptFloat.merge(quantizeForInt8(input, *network, config, *engineBackend,
-                                [&](double fraction, const std::string& detail) {
-                                  progress.report("calibration", 0.05 + 0.25 * fraction, detail);
-                                },
-                                report));
+                                    [&](double fraction, const std::string& detail) {
+                                      progress.report("calibration", 0.05 + 0.25 * fraction, detail);
+                                    },
+                                    report));
   }
   for (auto& [layer, why] : quantizeWeightsToInt4(*network, config, *engineBackend, report))
     keptFloat[layer] += (keptFloat[layer].empty() ? "" : "; ") + why;
