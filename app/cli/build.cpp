@@ -27,6 +27,9 @@ struct BuildOptions {
   PrecisionOptions precision;
   bool fp8 = false, noTf32 = false, stronglyTyped = false;
   bool strictDevice = false, verbose = false;
+  bool int4Weights = false;
+  int64_t int4GroupSize = 128;
+  bool int4GroupSizeGiven = false;
   std::vector<std::string> minShapes, optShapes, maxShapes, profiles;
 };
 
@@ -150,6 +153,10 @@ void runBuild(const BuildOptions& o) {
   config.allowFP8 = o.fp8;
   config.allowTF32 = !o.noTf32;
   config.strongTyping = o.stronglyTyped;
+  if (o.int4GroupSizeGiven && !o.int4Weights)
+    throw Error(ErrorCode::kInvalidArgument, "--int4-group-size needs --int4-weights");
+  config.int4Weights = o.int4Weights;
+  config.int4GroupSize = o.int4GroupSize;
   config.workspaceBytes = parseSize(o.workspace);
   config.timingCachePath = o.timingCache;
   config.disabledTacticSources = parseTacticSources(o.tacticSources);
@@ -191,12 +198,14 @@ void runBuild(const BuildOptions& o) {
   std::cout << "  activations: " << r.peakActivationBytes << " bytes peak (" << r.naiveActivationBytes
             << " without sharing), weights: " << r.weightBytes << " bytes\n";
   std::map<std::string, int> inserted, fallbacks;
-  int int8Layers = 0, keptFloat = 0;
+  int int8Layers = 0, keptFloat = 0, int4Layers = 0, int4KeptFloat = 0;
   for (const auto& l : r.layers) {
     if (l.role != "compute") ++inserted[l.role];
     if (!l.fallback.empty()) ++fallbacks[l.backend];
     int8Layers += l.precision == "int8";
+    int4Layers += l.type == "kiln.WeightOnlyMatMul";
     keptFloat += !l.precisionReason.empty();
+    int4KeptFloat += l.precisionReason.find("not int4") != std::string::npos;
   }
   if (!r.calibration.calibrator.empty())
     std::cout << "  calibration: " << r.calibration.calibrator << ", " << r.calibration.scales.size()
@@ -210,6 +219,10 @@ void runBuild(const BuildOptions& o) {
   if (o.precision.int8)
     std::cout << "  int8: " << int8Layers << " layer(s); " << keptFloat
               << " Conv/MatMul/Gemm layer(s) stay float (kiln inspect shows why)\n";
+  if (o.int4Weights || int4Layers > 0)
+    std::cout << "  int4 weights: " << int4Layers << " layer(s)"
+              << (o.int4Weights ? " (groups of " + std::to_string(o.int4GroupSize) + ")" : std::string()) << "; "
+              << int4KeptFloat << " MatMul/Gemm layer(s) keep float weights (kiln inspect shows why)\n";
   if (!r.qdq.empty()) {
     const QdqTally t = tallyQdq(r.qdq);
     std::cout << "  explicit quantization: " << r.qdq.size() << " Q/DQ nodes, " << t.fused << " fused into "
@@ -233,6 +246,16 @@ Command addBuildCommand(CLI::App& app) {
   sub->add_flag("--fp8", o->fp8, "Allow fp8 layers (the CPU backend has none: a warning names the layers)");
   sub->add_flag("--no-tf32", o->noTf32, "Disallow TF32 for fp32 matrix work (CUDA)");
   sub->add_flag("--strongly-typed", o->stronglyTyped, "Keep the model's own types (no precision search)");
+  sub->add_flag("--int4-weights", o->int4Weights,
+                "Quantize the constant weights of MatMul/Gemm layers to int4 (weight-only: activations stay float; "
+                "small weights stay float)");
+  sub->add_option_function<int64_t>(
+         "--int4-group-size",
+         [o](const int64_t& size) {
+           o->int4GroupSize = size;
+           o->int4GroupSizeGiven = true;
+         },
+         "Values along K that share one int4 scale: 32, 64 or 128 (default 128)");
   sub->add_option("--min-shapes", o->minShapes, "NAME:DIMS,...: smallest shapes of an optimisation profile (repeat for more profiles)")
       ->allow_extra_args(false);
   sub->add_option("--opt-shapes", o->optShapes, "NAME:DIMS,...: the shapes to tune for")->allow_extra_args(false);

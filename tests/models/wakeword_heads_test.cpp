@@ -18,29 +18,6 @@ using namespace kiln::test;
 
 namespace {
 
-// Each head finds something here (its largest probability is 0.001 or more), so the whole
-// utterance's probabilities have a norm that the rounding of tail values (1e-9 and below, whose
-// relative error is the logit's absolute error) cannot dominate.
-constexpr const char* kSentence =
-    "Alexa, set a timer for ten minutes. Hey Mycroft, what is the weather? Hey Rhasspy. Hey Jarvis.";
-
-// The utterance's embeddings in order, 8 frames apart, from the reference melspectrogram and
-// embedding model: what the heads see in the pipeline.
-std::vector<std::vector<float>> speechEmbeddings(const std::vector<float>& speech) {
-  auto mel = OnnxImporter().importFile(modelPath("melspectrogram.onnx").string());
-  auto embedding = OnnxImporter().importFile(modelPath("embedding_model.onnx").string());
-  const std::vector<float> features = owkw::featuresOf(owkw::referenceModel(mel), speech);
-  std::vector<int64_t> starts;
-  for (int64_t s = 0; (s + owkw::kWindowFrames) * owkw::kMelBins <= int64_t(features.size()); s += owkw::kWindowStep)
-    starts.push_back(s);
-  const std::vector<float> all = valuesOf(owkw::referenceModel(embedding)(owkw::windowsAt(features, starts)));
-  std::vector<std::vector<float>> embeddings;
-  for (size_t i = 0; i < starts.size(); ++i)
-    embeddings.emplace_back(all.begin() + int64_t(i) * owkw::kEmbeddingSize,
-                            all.begin() + int64_t(i + 1) * owkw::kEmbeddingSize);
-  return embeddings;
-}
-
 // Runs the head on each of its inputs as the pipeline makes them (after every embedding, the last
 // `window` embeddings, zeros before the first) and compares the utterance's probabilities, all
 // windows together, with the reference's.
@@ -51,7 +28,7 @@ void checkOnSpeech(const std::string& file, const std::vector<float>& speech, bo
   auto context = buildEngine(*network, fp16)->createExecutionContext();
   ReferenceExecutor reference(network);
 
-  const auto embeddings = speechEmbeddings(speech);
+  const auto embeddings = owkw::speechEmbeddings(speech);
   ASSERT_GE(int64_t(embeddings.size()), window + 8) << "the utterance is too short for this head's window";
   std::vector<float> actual, expected;
   for (size_t last = 0; last < embeddings.size(); ++last) {
@@ -79,7 +56,7 @@ TEST_P(WakeWordHead, Fp32EngineMatchesTheReferenceOnSpeechEmbeddings) {
   KILN_REQUIRE_MODEL(GetParam());
   KILN_REQUIRE_MODEL("melspectrogram.onnx");
   KILN_REQUIRE_MODEL("embedding_model.onnx");
-  KILN_REQUIRE_SPEECH(speech, kSentence);
+  KILN_REQUIRE_SPEECH(speech, owkw::kEveryWakePhrase);
   checkOnSpeech(GetParam(), speech, false);
 }
 
@@ -100,6 +77,6 @@ TEST(WakeWordHeadFp16, HeyJarvisEngineMatchesTheReferenceOnSpeechEmbeddings) {
   KILN_REQUIRE_MODEL("hey_jarvis_v0.1.onnx");
   KILN_REQUIRE_MODEL("melspectrogram.onnx");
   KILN_REQUIRE_MODEL("embedding_model.onnx");
-  KILN_REQUIRE_SPEECH(speech, kSentence);
+  KILN_REQUIRE_SPEECH(speech, owkw::kEveryWakePhrase);
   checkOnSpeech("hey_jarvis_v0.1.onnx", speech, true);
 }

@@ -87,6 +87,11 @@ struct BuilderConfig {
   std::string tacticLockPath;
   bool cudaGraphs = false;
   CalibrationConfig calibration;
+  // INT4 weight-only quantization: the float32 constant weights of MatMul / Gemm layers become
+  // symmetric int4, one scale per output column per group of int4GroupSize (32, 64 or 128) values
+  // along K; activations stay float. Small weights and layers the backend cannot run stay float.
+  bool int4Weights = false;
+  int64_t int4GroupSize = 128;
 
   // The lowest precision the config allows for activations between layers.
   Precision storagePrecision() const;

@@ -4,10 +4,12 @@
 
 #include "../backends/backend.h"
 #include "../backends/backend_registry.h"
+#include "../ops/weight_only.h"
 #include "../passes/pass.h"
 #include "../plan/plan_format.h"
 #include "../runtime/precision_convert.h"
 #include "conversion_layers.h"
+#include "int4_weights.h"
 #include "int8_quantization.h"
 #include "layer_constraints.h"
 #include "memory_planner.h"
@@ -80,6 +82,7 @@ std::string buildFlags(const BuilderConfig& c) {
   if (c.allowINT8) s += " int8";
   if (c.allowFP8) s += " fp8";
   if (c.strongTyping) s += " strongly-typed";
+  if (c.int4Weights) s += " int4-weights:" + std::to_string(c.int4GroupSize);
   return s;
 }
 
@@ -106,6 +109,8 @@ void narrowWeights(Network& network, const std::vector<PlannedLayer>& layers) {
         inferred = true;
       }
       if (k < valuesRead.size() && valuesRead[k]) want = DataType::kFloat32;
+      // int4 scales stay fp32 (kernels/cpu/quant/int4_weight_format.h): the rule's one rounding.
+      if (k == weight_only::kScalesInput && weight_only::isWeightOnlyLayer(network.layers()[i])) want = DataType::kFloat32;
       readers[inputs[k]][want].push_back({i, k});
     }
   }
@@ -192,6 +197,7 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   if (config.optimizationLevel < 0 || config.optimizationLevel > 5)
     throw Error(ErrorCode::kInvalidArgument, "optimization level " + std::to_string(config.optimizationLevel) +
                                                  " is outside 0-5");
+  checkInt4Options(config);
   auto network = std::make_shared<Network>(input);
   network->validate();
   network->inferShapes();
@@ -205,26 +211,30 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   passContext.backend = config.backend;
   passContext.optimizationLevel = config.optimizationLevel;
   passContext.backendSupports = [&](const Layer& l) { return engineBackend->supports(l, Precision::kFP32).supported; };
-  report.passes = PassManager::standard(config.optimizationLevel).run(*network, passContext);
+  // layer -> why it stays float (not int8, not int4)
+  std::map<std::string, std::string> keptFloat = lowerMatMulNBits(*network, config, *engineBackend, report);
+  for (PassRecord& pass : PassManager::standard(config.optimizationLevel).run(*network, passContext))
+    report.passes.push_back(std::move(pass));
   for (const auto& pass : report.passes)
     logger_.log(Severity::kInfo, "pass " + pass.name + ": " + std::to_string(pass.layersBefore) + " -> " +
                                      std::to_string(pass.layersAfter) + " layers");
   network->sortLayersTopologically();
   checkLayerConstraintNames(input, *network, config);
-  std::map<std::string, std::string> keptFloat;  // layer -> why it is not int8
   if (isExplicitlyQuantized(input)) {  // the model states its quantization (TensorRT's explicit mode)
-    keptFloat = fuseExplicitQuantization(input, *network, config, *engineBackend, report);
+    keptFloat.merge(fuseExplicitQuantization(input, *network, config, *engineBackend, report));
     if (config.allowINT8)
       report.warnings.push_back("the model is explicitly quantized (QuantizeLinear/DequantizeLinear): its own "
                                 "scales are used, INT8 calibration is skipped");
   } else if (config.allowINT8) {
     progress.report("calibration", 0.05);
-    keptFloat = quantizeForInt8(input, *network, config, *engineBackend,
-                                [&](double fraction, const std::string& detail) {
-                                  progress.report("calibration", 0.05 + 0.25 * fraction, detail);
-                                },
-                                report);
+    keptFloat.merge(quantizeForInt8(input, *network, config, *engineBackend,
+                                    [&](double fraction, const std::string& detail) {
+                                      progress.report("calibration", 0.05 + 0.25 * fraction, detail);
+                                    },
+                                    report));
   }
+  for (auto& [layer, why] : quantizeWeightsToInt4(*network, config, *engineBackend, report))
+    keptFloat[layer] += (keptFloat[layer].empty() ? "" : "; ") + why;
 
   progress.report("precision", 0.3);
   EnginePlan plan;

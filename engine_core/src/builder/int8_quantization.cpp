@@ -6,9 +6,7 @@
 #include "../passes/quantize_layers.h"
 
 namespace kiln {
-namespace {
 
-// "'a' (why), 'b' (why)" for the first few, then how many more.
 std::string nameSome(const std::map<std::string, std::string>& reasons) {
   std::string s;
   size_t shown = 0;
@@ -19,6 +17,8 @@ std::string nameSome(const std::map<std::string, std::string>& reasons) {
   if (reasons.size() > shown) s += " and " + std::to_string(reasons.size() - shown) + " more";
   return s;
 }
+
+namespace {
 
 Int8Refusal refusalOf(const Backend& engine) {
   return [&engine](const Layer& quantizedLayer) {

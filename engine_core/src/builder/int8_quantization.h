@@ -16,6 +16,9 @@
 
 namespace kiln {
 
+// "'a' (why), 'b' (why)" for the first few layers, then how many more: the warnings' lists.
+std::string nameSome(const std::map<std::string, std::string>& reasons);
+
 // Quantizes `network` (the model after the passes; `model` as given, which names the calibration
 // cache). Fills report.calibration, adds the quantization pass to report.passes and a warning
 // naming the Conv / MatMul / Gemm layers that stay float; returns those layers' reasons by name.

@@ -17,6 +17,7 @@ class CpuKernelRegistry;
   X(SignalMisc)             \
   X(Fused)                  \
   X(Quantized)              \
+  X(WeightOnly)             \
   X(Conversion)
 
 #define KILN_DECLARE_FAMILY(Family)                        \

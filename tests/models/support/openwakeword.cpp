@@ -1,5 +1,8 @@
 #include "models/support/openwakeword.h"
 
+#include "models/support/model_files.h"
+
+#include <kiln/onnx_importer.h>
 #include <kiln/reference_executor.h>
 
 #include <algorithm>
@@ -86,6 +89,20 @@ int64_t headWindow(const Network& head) {
   const Shape& shape = head.tensor(head.runtimeInputs().at(0)).shape;
   if (shape.rank() != 3 || !shape[1].isKnown()) throw std::invalid_argument("a head's input is [1, window, 96]");
   return shape[1].value();
+}
+
+std::vector<std::vector<float>> speechEmbeddings(const std::vector<float>& speech) {
+  auto mel = OnnxImporter().importFile(modelPath("melspectrogram.onnx").string());
+  auto embedding = OnnxImporter().importFile(modelPath("embedding_model.onnx").string());
+  const std::vector<float> features = featuresOf(referenceModel(mel), speech);
+  std::vector<int64_t> starts;
+  for (int64_t s = 0; (s + kWindowFrames) * kMelBins <= int64_t(features.size()); s += kWindowStep)
+    starts.push_back(s);
+  const std::vector<float> all = valuesOf(referenceModel(embedding)(windowsAt(features, starts)));
+  std::vector<std::vector<float>> embeddings;
+  for (size_t i = 0; i < starts.size(); ++i)
+    embeddings.emplace_back(all.begin() + int64_t(i) * kEmbeddingSize, all.begin() + int64_t(i + 1) * kEmbeddingSize);
+  return embeddings;
 }
 
 }  // namespace kiln::test::owkw

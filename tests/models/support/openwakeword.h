@@ -68,4 +68,14 @@ class Pipeline {
 // The window size a head model declares (its input's dim 1).
 int64_t headWindow(const Network& head);
 
+// A sentence that says every wake phrase. Each head finds something here (its largest probability
+// is 0.001 or more), so the whole utterance's probabilities have a norm that the rounding of tail
+// values (1e-9 and below, whose relative error is the logit's absolute error) cannot dominate.
+inline constexpr const char* kEveryWakePhrase =
+    "Alexa, set a timer for ten minutes. Hey Mycroft, what is the weather? Hey Rhasspy. Hey Jarvis.";
+
+// The embeddings of `speech` in order, 8 frames apart, from the reference melspectrogram and
+// embedding model (the cached model files): what the heads see in the pipeline.
+std::vector<std::vector<float>> speechEmbeddings(const std::vector<float>& speech);
+
 }  // namespace kiln::test::owkw

@@ -3,6 +3,7 @@
 // plan or `--backend cuda` asks for it.
 #include <kiln/error.h>
 
+#include "../../ops/weight_only.h"
 #include "../backend.h"
 #include "cuda_device.h"
 #include "cuda_formats.h"
@@ -82,6 +83,9 @@ class CudaBackend : public Backend {
   SupportVerdict supports(const Layer& layer, Precision precision) const override {
     if (precision == Precision::kINT8 || precision == Precision::kFP8)
       return {false, "the CUDA backend has no " + std::string(toString(precision)) + " kernels yet"};
+    if (weight_only::isWeightOnlyLayer(layer))  // the builder then keeps such layers float32 on the GPU
+      return {false, "the CUDA backend has no int4 weight-only kernel yet (the GEMM that dequantizes int4 weights "
+                     "in its prologue is to come)"};
     const CudaOp* op = CudaOpRegistry::instance().find(layer.domain, layer.opType);
     if (!op) return {false, "no CUDA kernel for " + (layer.domain.empty() ? "" : layer.domain + ".") + layer.opType};
     return op->supportsLayer ? op->supportsLayer(layer, precision) : SupportVerdict{};
