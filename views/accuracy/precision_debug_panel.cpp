@@ -184,6 +184,13 @@ void PrecisionDebugPanel::setAdvice(const QuantizationAdvice& advice) {
   const QString criterion = QString::fromStdString(advice.criterion.describe());
   finish(!advice.suggestionPasses
              ? tr("Even with all %1 layers in %2 the engine misses %3.").arg(advice.layers.size()).arg(keepLabel_, criterion)
+         : advice.keep.empty()
+             ? tr("Nothing needs keeping in %1: all %2 layers reduced meet %3 (worst cosine %4). End to end: %5 ms all "
+                  "%1, %6 ms all reduced.")
+                   .arg(keepLabel_)
+                   .arg(advice.layers.size())
+                   .arg(criterion, formatCosine(advice.reducedScore.worstCosine),
+                        QString::number(advice.keptTotalMs, 'f', 3), QString::number(advice.reducedTotalMs, 'f', 3))
              : tr("Keep %1 of %2 layers in %3 to meet %4 (worst cosine %5; all reduced: %6). End to end: %7 ms all "
                   "%3, %8 ms all reduced, %9 ms suggested.")
                    .arg(advice.keep.size())
