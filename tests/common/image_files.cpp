@@ -52,6 +52,10 @@ void writeRgbaPng(const RgbImage& image, const std::string& path, uint32_t alpha
   writePngFormat(path, image.width, image.height, PNG_FORMAT_RGBA, rgba.data());
 }
 
+void writeGreyPng(const std::vector<uint8_t>& grey, int64_t width, int64_t height, const std::string& path) {
+  writePngFormat(path, width, height, PNG_FORMAT_GRAY, grey.data());
+}
+
 void writeJpeg(const RgbImage& image, const std::string& path, int quality) {
   FILE* file = std::fopen(path.c_str(), "wb");
   if (!file) throw std::runtime_error("cannot write " + path);

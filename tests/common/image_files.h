@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::test {
 
@@ -14,6 +15,8 @@ RgbImage randomImage(int64_t width, int64_t height, uint32_t seed);
 void writePng(const RgbImage& image, const std::string& path);
 // An RGBA PNG of `image` with a random alpha channel (the reader must drop it).
 void writeRgbaPng(const RgbImage& image, const std::string& path, uint32_t alphaSeed);
+// A greyscale PNG of `grey` (width * height values).
+void writeGreyPng(const std::vector<uint8_t>& grey, int64_t width, int64_t height, const std::string& path);
 void writeJpeg(const RgbImage& image, const std::string& path, int quality = 90);
 
 // A JPEG decoded to RGB with libjpeg directly (not through Kiln's reader).

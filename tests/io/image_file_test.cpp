@@ -1,6 +1,6 @@
-// PNG and JPEG calibration images read into 8-bit RGB: PNGs exactly (an alpha channel dropped),
-// JPEGs as libjpeg decodes them and close to what was encoded; a truncated, empty or mislabelled
-// file is one error naming it.
+// PNG and JPEG calibration images read into 8-bit RGB: PNGs exactly (an alpha channel dropped, grey
+// expanded), JPEGs as libjpeg decodes them and close to what was encoded; a truncated, empty or
+// mislabelled file is one error naming it.
 #include <kiln/error.h>
 
 #include "common/image_files.h"
@@ -54,6 +54,14 @@ TEST_F(ImageFile, PngReadsBackExactlyAndDropsAlpha) {
 
   test::writeRgbaPng(image, path("b.PNG"), 9);
   EXPECT_EQ(readImageFile(path("b.PNG")).pixels, image.pixels);
+
+  // Grey becomes R = G = B.
+  std::vector<uint8_t> grey(image.pixels.begin(), image.pixels.begin() + 37 * 23);
+  test::writeGreyPng(grey, 37, 23, path("g.png"));
+  const RgbImage greyRead = readImageFile(path("g.png"));
+  ASSERT_EQ(greyRead.pixels.size(), grey.size() * 3);
+  for (size_t p = 0; p < grey.size(); ++p)
+    for (int c = 0; c < 3; ++c) ASSERT_EQ(greyRead.pixels[3 * p + size_t(c)], grey[p]) << p;
 }
 
 TEST_F(ImageFile, JpegMatchesLibjpegsOwnDecodeAndIsCloseToTheSource) {
