@@ -10,6 +10,9 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 find_package(FlatBuffers CONFIG REQUIRED)
+# libpng, libjpeg-turbo: INT8 calibration from a folder of images (engine_core/src/io/image_file.cpp).
+find_package(PNG REQUIRED)
+find_package(JPEG REQUIRED)
 
 # OpenBLAS exposes cblas.h from a variant-specific folder; find the header that matches.
 find_path(KILN_CBLAS_INCLUDE_DIR cblas.h

@@ -45,7 +45,7 @@ check_deb() {
   done
   local depends
   depends=$(dpkg-deb -f "$deb" Depends)
-  for library in libonnx libprotobuf libopenblas libdnnl; do
+  for library in libonnx libprotobuf libopenblas libdnnl libpng16 libjpeg62-turbo; do
     grep -q "$library" <<<"$depends" || fail "Depends lacks $library: $depends"
   done
   echo "$(basename "$deb"): ${#expected[@]} expected files present; Depends: $depends"

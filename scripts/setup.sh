@@ -10,6 +10,7 @@ packages=(
   libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev libopenblas-dev libdnnl-dev
   ocl-icd-opencl-dev  # oneDNN's CMake package looks for OpenCL (Debian builds it with a GPU runtime)
   libflatbuffers-dev flatbuffers-compiler libcli11-dev nlohmann-json3-dev
+  libpng-dev libjpeg62-turbo-dev  # INT8 calibration from a folder of PNG / JPEG images
   # tests and fuzzing (libomp-dev: OpenMP for clang, which configures the fuzz preset)
   libgtest-dev libgmock-dev clang libclang-rt-14-dev libomp-dev
   # Kiln Studio: Qt 6 widgets, charts, SVG; Graphviz for graph layout; fonts for rendering

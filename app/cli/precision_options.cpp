@@ -3,8 +3,35 @@
 #include <kiln/error.h>
 #include <kiln/layer_precision_file.h>
 
+#include <cmath>
+#include <sstream>
+
 namespace kiln::cli {
 namespace {
+
+// --calib-mean / --calib-std: one value per RGB channel, "0.485,0.456,0.406".
+std::vector<float> channelValues(const std::string& text, const char* option, bool positive) {
+  std::vector<float> values;
+  bool valid = true;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    size_t used = 0;
+    float v = 0;
+    try {
+      v = std::stof(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    valid = valid && used > 0 && used == item.size() && std::isfinite(v) && (!positive || v > 0);
+    values.push_back(v);
+  }
+  if (!valid || values.size() != 3)
+    throw Error(ErrorCode::kInvalidArgument, std::string(option) + " '" + text + "' must be three " +
+                                                 (positive ? "positive " : "") +
+                                                 "numbers, one per RGB channel, e.g. " +
+                                                 (positive ? "0.229,0.224,0.225" : "0.485,0.456,0.406"));
+  return values;
+}
 
 // --calib-* options: where an --int8 build's activation scales come from.
 CalibrationConfig calibrationOptions(const PrecisionOptions& o) {
@@ -23,6 +50,8 @@ CalibrationConfig calibrationOptions(const PrecisionOptions& o) {
   c.percentile = o.calibPercentile;
   c.maxBatches = o.calibBatches;
   c.cachePath = o.calibCache;
+  c.imageMean = channelValues(o.calibMean, "--calib-mean", false);
+  c.imageStd = channelValues(o.calibStd, "--calib-std", true);
   return c;
 }
 
@@ -36,7 +65,17 @@ void addPrecisionOptions(CLI::App* sub, PrecisionOptions& o) {
   sub->add_option("--calib-data", o.calibData,
                   "Folder of .npy calibration batches: NAME.npy or NAME.0.npy, NAME.1.npy, ... per input NAME "
                   "(characters other than letters, digits, . - _ become _); dim 0 of a file is the batch, and a "
-                  "file of k*B samples gives k batches where the model fixes dim 0 to B");
+                  "file of k*B samples gives k batches where the model fixes dim 0 to B. One .npy file for a model "
+                  "with one input. Or a folder of PNG/JPEG images for a model with one image input (float32, 4-D, "
+                  "3 channels, NCHW or NHWC as its shape says), in name order, in batches of its batch dim: each "
+                  "resized bilinearly (antialiased when shrinking) to cover the input's HxW, centre-cropped, "
+                  "scaled to [0,1], RGB, normalised by --calib-mean/--calib-std");
+  sub->add_option("--calib-mean", o.calibMean,
+                  "Image calibration: per-channel mean subtracted from [0,1] RGB values (default ImageNet's "
+                  "0.485,0.456,0.406)");
+  sub->add_option("--calib-std", o.calibStd,
+                  "Image calibration: per-channel std the values are divided by (default ImageNet's "
+                  "0.229,0.224,0.225; 1,1,1 keeps [0,1])");
   sub->add_option("--calibrator", o.calibrator,
                   "entropy (TensorRT's KL divergence, default), minmax (largest |x|) or percentile (of |x|)");
   sub->add_option("--calib-percentile", o.calibPercentile, "The percentile calibrator's percentile (default 99.99)");

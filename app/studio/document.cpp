@@ -6,6 +6,8 @@
 
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <algorithm>
+
 Document::LoadResult Document::load(const QString& path) {
   LoadResult result;
   const std::string file = path.toStdString();
@@ -44,6 +46,7 @@ void Document::open(const QString& path) {
     network_ = std::move(result.network);
     warning_ = result.warning;
     built_.reset();  // an engine belongs to the model it was built from
+    engines_.clear();
     emit loaded();
     emit builtChanged();
   });
@@ -52,6 +55,10 @@ void Document::open(const QString& path) {
 }
 
 void Document::setBuilt(std::shared_ptr<const BuiltEngine> built) {
+  const auto same = std::find_if(engines_.begin(), engines_.end(),
+                                 [&](const auto& engine) { return engine->precision == built->precision; });
+  if (same != engines_.end()) *same = built;
+  else engines_.push_back(built);
   built_ = std::move(built);
   emit builtChanged();
 }

@@ -26,6 +26,9 @@ class Document : public QObject {
   // The engine last built from this model (nullptr before the first build).
   const std::shared_ptr<const BuiltEngine>& built() const { return built_; }
   void setBuilt(std::shared_ptr<const BuiltEngine> built);
+  // Every engine built from this model: the latest of each precision ("fp32", "fp16", "int8"), in
+  // the order the precisions were first built (the accuracy panel compares them side by side).
+  const std::vector<std::shared_ptr<const BuiltEngine>>& engines() const { return engines_; }
   // Writes the plan atomically (temporary file + rename); throws kiln::Error.
   void savePlan(const QString& path) const;
 
@@ -47,5 +50,6 @@ class Document : public QObject {
   std::shared_ptr<const kiln::Network> network_;
   QString warning_;
   std::shared_ptr<const BuiltEngine> built_;
+  std::vector<std::shared_ptr<const BuiltEngine>> engines_;
   std::unique_ptr<QFutureWatcher<LoadResult>> watcher_;
 };

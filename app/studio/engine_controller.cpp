@@ -35,6 +35,29 @@ class BuildBridge : public kiln::BuildObserver, public kiln::Logger {
   const std::atomic<bool>& cancelled_;
 };
 
+// Forwards the precision tools' trials and progress to the controller's signals and tells them
+// when the user cancelled.
+class PrecisionBridge : public kiln::PrecisionDebugObserver {
+ public:
+  PrecisionBridge(EngineController* controller, const std::atomic<bool>& cancelled)
+      : controller_(controller), cancelled_(cancelled) {}
+
+  void trial(const kiln::PrecisionTrial& trial) override {
+    QMetaObject::invokeMethod(controller_, [controller = controller_, trial] { emit controller->precisionTrial(trial); },
+                              Qt::QueuedConnection);
+  }
+  void progress(const std::string& what, double fraction) override {
+    QMetaObject::invokeMethod(controller_, [controller = controller_, what = QString::fromStdString(what), fraction] {
+      emit controller->precisionProgress(what, fraction);
+    }, Qt::QueuedConnection);
+  }
+  bool cancelled() override { return cancelled_.load(); }
+
+ private:
+  EngineController* controller_;
+  const std::atomic<bool>& cancelled_;
+};
+
 // Wraps a runner so the outputs it returns are kept (for re-measuring at other tolerances).
 kiln::Runner keepingOutputs(kiln::Runner runner, std::map<std::string, kiln::HostTensor>& kept) {
   return [runner = std::move(runner), &kept](const auto& inputs, const kiln::TensorObserver& observer) {
@@ -97,6 +120,7 @@ void EngineController::build(std::shared_ptr<const kiln::Network> network, const
         built->report = std::move(result.report);
         built->precision = precision;
         built->cudaGraphs = config.cudaGraphs;
+        built->config = config;
         return std::any(std::shared_ptr<const BuiltEngine>(std::move(built)));
       },
       [this](std::any& result) { emit buildFinished(std::any_cast<std::shared_ptr<const BuiltEngine>>(result)); });
@@ -140,6 +164,57 @@ void EngineController::compare(std::shared_ptr<const kiln::Network> network, std
         return std::any(std::move(run));
       },
       [this](std::any& result) { emit comparisonFinished(std::any_cast<const kiln::views::AccuracyRun&>(result)); });
+}
+
+void EngineController::compareEngines(std::shared_ptr<const kiln::Network> network,
+                                      std::vector<std::shared_ptr<const BuiltEngine>> engines,
+                                      const kiln::views::InputSource& source, const kiln::Tolerance& tolerance) {
+  if (isBusy() || !network || engines.empty()) return;
+  start(
+      Job::kCompareEngines,
+      [network, engines, source, tolerance] {
+        // One input set for all: the first engine's shapes (every engine comes from this model).
+        const auto inputs =
+            kiln::views::makeInputs(engines.front()->engine->ioTensors(), engines.front()->engine->profiles(), source);
+        const auto reference = kiln::makeReferenceRunner(network)(inputs, nullptr);
+        const kiln::Runner replay = [&reference](const auto&, const kiln::TensorObserver&) { return reference; };
+        std::vector<kiln::views::EngineColumn> columns;
+        for (const auto& built : engines) {
+          const kiln::ComparisonReport report =
+              kiln::compareRunners(replay, kiln::makeEngineRunner(built->engine), inputs, tolerance, /*perLayer=*/false);
+          columns.push_back({QObject::tr("%1 engine").arg(built->precision), report.outputs});
+        }
+        return std::any(std::move(columns));
+      },
+      [this](std::any& result) {
+        emit enginesCompared(std::any_cast<const std::vector<kiln::views::EngineColumn>&>(result));
+      });
+}
+
+void EngineController::bisectPrecision(std::shared_ptr<const kiln::Network> network,
+                                       const kiln::PrecisionDebugOptions& options) {
+  if (isBusy() || !network) return;
+  start(
+      Job::kBisect,
+      [this, network, options] {
+        PrecisionBridge bridge(this, cancelRequested_);
+        return std::any(kiln::bisectPrecision(*network, options, {}, &bridge));
+      },
+      [this](std::any& result) { emit bisectFinished(std::any_cast<const kiln::PrecisionBisectResult&>(result)); });
+}
+
+void EngineController::adviseQuantization(std::shared_ptr<const kiln::Network> network,
+                                          const kiln::PrecisionDebugOptions& options, int profileIterations) {
+  if (isBusy() || !network) return;
+  start(
+      Job::kAdvise,
+      [this, network, options, profileIterations] {
+        PrecisionBridge bridge(this, cancelRequested_);
+        kiln::QuantizationAdvisorOptions advisor;
+        advisor.profileIterations = profileIterations;
+        return std::any(kiln::adviseQuantization(*network, options, advisor, &bridge));
+      },
+      [this](std::any& result) { emit adviceFinished(std::any_cast<const kiln::QuantizationAdvice&>(result)); });
 }
 
 void EngineController::cancel() {

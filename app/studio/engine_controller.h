@@ -1,12 +1,17 @@
 #pragma once
 // Runs the engine's long jobs on a worker thread (QtConcurrent) so the window never freezes:
-// builds (with progress, log and cancel through kiln::BuildObserver / kiln::Logger), profile runs
-// and accuracy comparisons. One job at a time; results arrive as signals on the UI thread.
+// builds (with progress, log and cancel through kiln::BuildObserver / kiln::Logger; INT8
+// calibration is a phase of the build), profile runs, accuracy comparisons (one engine, or every
+// engine built side by side) and the precision tools (bisect, advisor; progress and cancel
+// through kiln::PrecisionDebugObserver). One job at a time; results arrive as signals on the UI
+// thread.
 #include <accuracy/accuracy_panel.h>
 #include <common/input_data.h>
 
 #include <kiln/builder.h>
 #include <kiln/network.h>
+#include <kiln/precision_bisect.h>
+#include <kiln/quantization_advisor.h>
 #include <kiln/profile_report.h>
 #include <kiln/runtime.h>
 
@@ -23,14 +28,15 @@ struct BuiltEngine {
   std::vector<uint8_t> plan;
   kiln::BuildReport report;
   std::shared_ptr<const kiln::Engine> engine;
-  QString precision;  // "fp16"
+  QString precision;  // "fp16", "int8"
   bool cudaGraphs = false;  // profile it replayed as a CUDA graph (BuilderConfig::cudaGraphs)
+  kiln::BuilderConfig config;  // what it was built with (the precision tools rebuild it with layers held back)
 };
 
 class EngineController : public QObject {
   Q_OBJECT
  public:
-  enum class Job { kNone, kBuild, kProfile, kCompare };
+  enum class Job { kNone, kBuild, kProfile, kCompare, kCompareEngines, kBisect, kAdvise };
 
   explicit EngineController(QObject* parent = nullptr);
   ~EngineController() override;
@@ -44,7 +50,16 @@ class EngineController : public QObject {
                bool cudaGraph = false);
   void compare(std::shared_ptr<const kiln::Network> network, std::shared_ptr<const BuiltEngine> built,
                const kiln::views::InputSource& inputs, const kiln::Tolerance& tolerance);
-  // Stops a build at its next progress point; profile and compare runs finish unseen.
+  // Every engine against the same reference on the same inputs, a column each.
+  void compareEngines(std::shared_ptr<const kiln::Network> network,
+                      std::vector<std::shared_ptr<const BuiltEngine>> engines, const kiln::views::InputSource& inputs,
+                      const kiln::Tolerance& tolerance);
+  // The precision bisect or the advisor on `options` (the engine's config, inputs and criterion).
+  void bisectPrecision(std::shared_ptr<const kiln::Network> network, const kiln::PrecisionDebugOptions& options);
+  void adviseQuantization(std::shared_ptr<const kiln::Network> network, const kiln::PrecisionDebugOptions& options,
+                          int profileIterations);
+  // Stops a build (calibration included) or a precision tool at its next progress point; profile
+  // and compare runs finish unseen.
   void cancel();
   // Waits for the running job (used when the window closes).
   void waitForIdle();
@@ -56,6 +71,11 @@ class EngineController : public QObject {
   void buildFinished(std::shared_ptr<const BuiltEngine> built);
   void profileFinished(const kiln::ProfileReport& report);
   void comparisonFinished(const kiln::views::AccuracyRun& run);
+  void enginesCompared(const std::vector<kiln::views::EngineColumn>& engines);
+  void precisionProgress(const QString& what, double fraction);
+  void precisionTrial(const kiln::PrecisionTrial& trial);
+  void bisectFinished(const kiln::PrecisionBisectResult& result);
+  void adviceFinished(const kiln::QuantizationAdvice& advice);
   void jobFailed(Job job, const QString& message);
   void jobCancelled(Job job);
 

@@ -3,6 +3,7 @@
 #include "document.h"
 
 #include <accuracy/accuracy_panel.h>
+#include <accuracy/precision_debug_panel.h>
 #include <building/build_panel.h>
 #include <common/value_format.h>
 #include <fusion/fusion_panel.h>
@@ -34,6 +35,9 @@ QString jobName(EngineController::Job job) {
     case EngineController::Job::kBuild: return QObject::tr("Build");
     case EngineController::Job::kProfile: return QObject::tr("Profile run");
     case EngineController::Job::kCompare: return QObject::tr("Accuracy comparison");
+    case EngineController::Job::kCompareEngines: return QObject::tr("Engine comparison");
+    case EngineController::Job::kBisect: return QObject::tr("Precision bisect");
+    case EngineController::Job::kAdvise: return QObject::tr("Quantization advisor");
     default: return {};
   }
 }
@@ -42,10 +46,16 @@ QString jobName(EngineController::Job job) {
 QString adviceFor(EngineController::Job job) {
   switch (job) {
     case EngineController::Job::kBuild:
-      return QObject::tr("Check the optimization profile and precisions in the Build panel, then build again.");
+      return QObject::tr("Check the optimization profile, precisions and INT8 calibration in the Build panel, then "
+                         "build again.");
+    case EngineController::Job::kBisect:
+    case EngineController::Job::kAdvise:
+      return QObject::tr("Check the engine's INT8 calibration and the Accuracy panel's inputs, or loosen the "
+                         "criterion.");
     case EngineController::Job::kProfile:
       return QObject::tr("Rebuild the engine, or check that the profile's opt shapes are valid inputs.");
     case EngineController::Job::kCompare:
+    case EngineController::Job::kCompareEngines:
       return QObject::tr("Check the input folder (one <input>.npy or .pb per model input, in the engine's shapes) "
                          "or use random inputs.");
     default: return {};
@@ -63,12 +73,15 @@ EnginePanels::EnginePanels(QMainWindow* window, Document* document, kiln::views:
   timing_ = new kiln::views::TimingPanel(window);
   accuracy_ = new kiln::views::AccuracyPanel(window);
   accuracy_->restoreSettings();
+  precision_ = new kiln::views::PrecisionDebugPanel(window);
   buildDock_ = addDock(tr("Build"), QStringLiteral("BuildDock"), build_, Qt::LeftDockWidgetArea);
   fusionDock_ = addDock(tr("Fusion"), QStringLiteral("FusionDock"), fusion_, Qt::BottomDockWidgetArea);
   timingDock_ = addDock(tr("Timings"), QStringLiteral("TimingDock"), timing_, Qt::BottomDockWidgetArea);
   accuracyDock_ = addDock(tr("Accuracy"), QStringLiteral("AccuracyDock"), accuracy_, Qt::BottomDockWidgetArea);
+  precisionDock_ = addDock(tr("Precision"), QStringLiteral("PrecisionDock"), precision_, Qt::BottomDockWidgetArea);
   window->tabifyDockWidget(fusionDock_, timingDock_);
   window->tabifyDockWidget(timingDock_, accuracyDock_);
+  window->tabifyDockWidget(accuracyDock_, precisionDock_);
   fusionDock_->raise();
 
   connect(build_, &kiln::views::BuildPanel::buildRequested, this, &EnginePanels::startBuild);
@@ -86,11 +99,23 @@ EnginePanels::EnginePanels(QMainWindow* window, Document* document, kiln::views:
   connect(accuracy_, &kiln::views::AccuracyPanel::compareRequested, this, &EnginePanels::startComparison);
   connect(accuracy_, &kiln::views::AccuracyPanel::heatmapToggled, this,
           [this](bool shown) { showHeatmap(shown ? Heatmap::kError : heatmap_ == Heatmap::kError ? Heatmap::kNone : heatmap_); });
+  connect(accuracy_, &kiln::views::AccuracyPanel::compareEnginesRequested, this, &EnginePanels::startEngineComparison);
+  connect(precision_, &kiln::views::PrecisionDebugPanel::bisectRequested, this, &EnginePanels::startBisect);
+  connect(precision_, &kiln::views::PrecisionDebugPanel::adviceRequested, this, &EnginePanels::startAdvice);
+  connect(precision_, &kiln::views::PrecisionDebugPanel::cancelRequested, controller_, &EngineController::cancel);
+  connect(precision_, &kiln::views::PrecisionDebugPanel::heatmapToggled, this, [this](bool shown) {
+    showHeatmap(shown ? Heatmap::kPrecision : heatmap_ == Heatmap::kPrecision ? Heatmap::kNone : heatmap_);
+  });
 
   connect(controller_, &EngineController::jobStarted, this, [this](EngineController::Job job) {
     if (job == EngineController::Job::kBuild) build_->buildStarted();
     if (job == EngineController::Job::kProfile) timing_->setRunning(true);
-    if (job == EngineController::Job::kCompare) accuracy_->setRunning(true);
+    if (job == EngineController::Job::kCompare || job == EngineController::Job::kCompareEngines)
+      accuracy_->setRunning(true);
+    if (job == EngineController::Job::kBisect || job == EngineController::Job::kAdvise) {
+      precision_->setRunning(true);
+      raise(precisionDock_);
+    }
     status(tr("%1 running…").arg(jobName(job)));
     updateActions();
   });
@@ -110,6 +135,27 @@ EnginePanels::EnginePanels(QMainWindow* window, Document* document, kiln::views:
     accuracy_->setRun(run);
     raise(accuracyDock_);
     status(accuracy_->passes() ? tr("Accuracy: all outputs within tolerance") : tr("Accuracy: some outputs fail"));
+    updateActions();
+  });
+  connect(controller_, &EngineController::enginesCompared, this,
+          [this](const std::vector<kiln::views::EngineColumn>& engines) {
+            accuracy_->setEngineComparison(engines);
+            raise(accuracyDock_);
+            status(tr("Compared %n engine(s) with the FP32 reference", nullptr, int(engines.size())));
+            updateActions();
+          });
+  connect(controller_, &EngineController::precisionProgress, precision_, &kiln::views::PrecisionDebugPanel::showProgress);
+  connect(controller_, &EngineController::precisionTrial, precision_, &kiln::views::PrecisionDebugPanel::addTrial);
+  connect(controller_, &EngineController::bisectFinished, this, [this](const kiln::PrecisionBisectResult& result) {
+    precision_->setRunning(false);
+    precision_->setBisectResult(result, debugCriterion_);
+    status(precision_->statusText());
+    updateActions();
+  });
+  connect(controller_, &EngineController::adviceFinished, this, [this](const kiln::QuantizationAdvice& advice) {
+    precision_->setRunning(false);
+    precision_->setAdvice(advice);
+    status(precision_->statusText());
     updateActions();
   });
   connect(controller_, &EngineController::jobFailed, this, &EnginePanels::onFailed);
@@ -141,6 +187,9 @@ void EnginePanels::addActions(QMenu* fileMenu, QMenu* buildMenu) {
   profileAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
   compareAction_ = buildMenu->addAction(tr("Compare with &FP32"), this, &EnginePanels::startComparison);
   compareAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A));
+  compareEnginesAction_ = buildMenu->addAction(tr("Compare All &Engines"), this, &EnginePanels::startEngineComparison);
+  bisectAction_ = buildMenu->addAction(tr("Find &Layers to Keep"), this, &EnginePanels::startBisect);
+  adviseAction_ = buildMenu->addAction(tr("&Advise on Quantization"), this, &EnginePanels::startAdvice);
   buildMenu->addSeparator();
   buildMenu->addAction(savePlanAction_);
   buildMenu->menuAction()->setVisible(true);
@@ -150,21 +199,34 @@ void EnginePanels::addActions(QMenu* fileMenu, QMenu* buildMenu) {
 void EnginePanels::updateActions() {
   const bool busy = controller_->isBusy();
   const bool hasEngine = document_->built() != nullptr;
+  const BuiltEngine* built = document_->built().get();
+  const bool reduced = built && (built->config.allowINT8 || built->config.allowFP16 || built->config.allowBF16 ||
+                                 built->config.allowFP8);
   if (buildAction_) {
     buildAction_->setEnabled(build_->canBuild() && !busy);
     cancelAction_->setEnabled(busy);
     savePlanAction_->setEnabled(hasEngine);
     profileAction_->setEnabled(hasEngine && !busy);
     compareAction_->setEnabled(hasEngine && !busy);
+    compareEnginesAction_->setEnabled(hasEngine && !busy);
+    bisectAction_->setEnabled(reduced && !busy);
+    adviseAction_->setEnabled(reduced && !busy);
   }
+  const QString whyNotDebug = busy ? tr("Another job is running")
+                                   : tr("Build an engine in a reduced precision (INT8, FP16 or BF16) first");
+  precision_->setCanRun(reduced && !busy, whyNotDebug);
   const QString why = busy ? tr("Another job is running") : tr("Build an engine first (Ctrl+B)");
   timing_->setCanProfile(hasEngine && !busy, why);
   accuracy_->setCanCompare(hasEngine && !busy, why);
+  accuracy_->setCanCompareEngines(hasEngine && !busy, why);
   if (!busy) {
     timing_->setRunning(false);
     accuracy_->setRunning(false);
     timing_->setCanProfile(hasEngine, why);
     accuracy_->setCanCompare(hasEngine, why);
+    accuracy_->setCanCompareEngines(hasEngine, why);
+    precision_->setRunning(false);
+    precision_->setCanRun(reduced, whyNotDebug);
   }
 }
 
@@ -173,6 +235,7 @@ void EnginePanels::modelLoaded() {
   fusion_->clear();
   timing_->clear();
   accuracy_->clear();
+  precision_->clear();
   heatmap_ = Heatmap::kNone;
   updateActions();
 }
@@ -195,6 +258,50 @@ void EnginePanels::startComparison() {
   controller_->compare(document_->network(), document_->built(), accuracy_->inputSource(), accuracy_->tolerance());
 }
 
+void EnginePanels::startEngineComparison() {
+  if (document_->engines().empty() || controller_->isBusy()) return;
+  accuracy_->saveSettings();
+  controller_->compareEngines(document_->network(), document_->engines(), accuracy_->inputSource(),
+                              accuracy_->tolerance());
+}
+
+kiln::PrecisionDebugOptions EnginePanels::precisionDebugOptions() const {
+  const BuiltEngine& built = *document_->built();
+  const kiln::views::PrecisionDebugRequest request = precision_->request();
+  kiln::PrecisionDebugOptions options;
+  options.config = built.config;
+  options.config.allowTF32 = false;  // FP32 layers stay FP32: the trials differ only in what they hold back
+  options.keepPrecision = request.keepPrecision;
+  options.criterion = request.criterion;
+  options.criterion.tolerance = accuracy_->tolerance();  // used by a tolerance criterion
+  // Random inputs: two sets (the seed and the next), so one lucky set cannot pass a layer.
+  InputSource source = accuracy_->inputSource();
+  const int sets = source.kind == InputSource::Kind::kRandom ? 2 : 1;
+  for (int s = 0; s < sets; ++s, ++source.seed)
+    options.inputs.push_back(kiln::views::makeInputs(built.engine->ioTensors(), built.engine->profiles(), source));
+  return options;
+}
+
+void EnginePanels::startBisect() {
+  if (!document_->built() || controller_->isBusy()) return;
+  try {
+    const kiln::PrecisionDebugOptions options = precisionDebugOptions();
+    debugCriterion_ = options.criterion;
+    controller_->bisectPrecision(document_->network(), options);
+  } catch (const kiln::Error& e) {
+    onFailed(EngineController::Job::kBisect, QString::fromUtf8(e.what()));
+  }
+}
+
+void EnginePanels::startAdvice() {
+  if (!document_->built() || controller_->isBusy()) return;
+  try {
+    controller_->adviseQuantization(document_->network(), precisionDebugOptions(), /*profileIterations=*/5);
+  } catch (const kiln::Error& e) {
+    onFailed(EngineController::Job::kAdvise, QString::fromUtf8(e.what()));
+  }
+}
+
 void EnginePanels::onBuilt(std::shared_ptr<const BuiltEngine> built) {
   const auto& report = built->report;
   // A no-break space keeps the time and its unit on one line when the label wraps.
@@ -210,6 +317,8 @@ void EnginePanels::onBuilt(std::shared_ptr<const BuiltEngine> built) {
   fusion_->setReport(report);
   timing_->clear();
   accuracy_->clear();
+  precision_->clear();
+  if (heatmap_ == Heatmap::kPrecision) showHeatmap(Heatmap::kNone);
   raise(fusionDock_);
   makeRoomForResults(fusionDock_);
   status(summary);
@@ -218,6 +327,7 @@ void EnginePanels::onBuilt(std::shared_ptr<const BuiltEngine> built) {
 
 void EnginePanels::onFailed(EngineController::Job job, const QString& message) {
   if (job == EngineController::Job::kBuild) build_->buildFailed(message);
+  if (job == EngineController::Job::kBisect || job == EngineController::Job::kAdvise) precision_->showFailure(message);
   updateActions();
   // The status bar keeps the reason after the dialog is closed (or when there is none).
   status(tr("%1 failed: %2").arg(jobName(job), message.section(QLatin1Char('\n'), 0, 0)));
@@ -229,6 +339,7 @@ void EnginePanels::onFailed(EngineController::Job job, const QString& message) {
 
 void EnginePanels::onCancelled(EngineController::Job job) {
   if (job == EngineController::Job::kBuild) build_->buildCancelled();
+  if (job == EngineController::Job::kBisect || job == EngineController::Job::kAdvise) precision_->showCancelled();
   updateActions();
   status(tr("%1 cancelled").arg(jobName(job)));
 }
@@ -277,7 +388,8 @@ void EnginePanels::openProfile(const QString& path) {
 void EnginePanels::showHeatmap(Heatmap heatmap) {
   heatmap_ = heatmap;
   // One heatmap at a time: the other panel's box unticks without re-entering here.
-  for (auto [box, kind] : {std::pair{timing_->heatmapBox(), Heatmap::kTime}, std::pair{accuracy_->heatmapBox(), Heatmap::kError}}) {
+  for (auto [box, kind] : {std::pair{timing_->heatmapBox(), Heatmap::kTime}, std::pair{accuracy_->heatmapBox(), Heatmap::kError},
+                           std::pair{precision_->heatmapBox(), Heatmap::kPrecision}}) {
     const QSignalBlocker blocker(box);
     box->setChecked(kind == heatmap);
   }
@@ -292,6 +404,10 @@ void EnginePanels::showHeatmap(Heatmap heatmap) {
     case Heatmap::kError:
       scene_->setHeatmap(tr("Layer error vs FP32 (relative RMS)"),
                          kiln::views::layerHeatmap(origins, accuracy_->layerValues()));
+      break;
+    case Heatmap::kPrecision:
+      scene_->setHeatmap(precision_->heatmapTitle(), kiln::views::layerHeatmap(origins, precision_->layerValues()),
+                         precision_->heatmapCategories());
       break;
   }
 }

@@ -1,7 +1,8 @@
 #pragma once
-// The engine side of the window: the Build, Fusion, Timings and Accuracy docks, their actions
-// (Build ▸ Build Engine Ctrl+B, Cancel, Profile, Compare; File ▸ Save Plan…, profiles opened from
-// File ▸ Open or dropped), and the EngineController that runs the jobs in the background.
+// The engine side of the window: the Build, Fusion, Timings, Accuracy and Precision docks, their
+// actions (Build ▸ Build Engine Ctrl+B, Cancel, Profile, Compare, Compare All Engines, Find Layers
+// to Keep, Advise; File ▸ Save Plan…, profiles opened from File ▸ Open or dropped), and the
+// EngineController that runs the jobs in the background.
 #include "engine_controller.h"
 
 #include <QObject>
@@ -17,13 +18,14 @@ class AccuracyPanel;
 class BuildPanel;
 class FusionPanel;
 class GraphScene;
+class PrecisionDebugPanel;
 class TimingPanel;
 }  // namespace kiln::views
 
 class EnginePanels : public QObject {
   Q_OBJECT
  public:
-  enum class Heatmap { kNone, kTime, kError };
+  enum class Heatmap { kNone, kTime, kError, kPrecision };
 
   EnginePanels(QMainWindow* window, Document* document, kiln::views::GraphScene* scene);
 
@@ -38,6 +40,9 @@ class EnginePanels : public QObject {
   void startBuild();
   void startProfile();
   void startComparison();
+  void startEngineComparison();
+  void startBisect();
+  void startAdvice();
   void showHeatmap(Heatmap heatmap);
   void raise(QDockWidget* dock);
   EngineController* controller() const { return controller_; }
@@ -45,6 +50,8 @@ class EnginePanels : public QObject {
   kiln::views::FusionPanel* fusionPanel() const { return fusion_; }
   kiln::views::TimingPanel* timingPanel() const { return timing_; }
   kiln::views::AccuracyPanel* accuracyPanel() const { return accuracy_; }
+  kiln::views::PrecisionDebugPanel* precisionPanel() const { return precision_; }
+  QDockWidget* precisionDock() const { return precisionDock_; }
   QDockWidget* buildDock() const { return buildDock_; }
   QDockWidget* fusionDock() const { return fusionDock_; }
   QDockWidget* timingDock() const { return timingDock_; }
@@ -62,6 +69,9 @@ class EnginePanels : public QObject {
   void updateActions();
   void status(const QString& message);
   void makeRoomForResults(QDockWidget* shown);
+  // The precision tools' options: the current engine's config, the accuracy panel's inputs, the
+  // precision panel's criterion. Throws kiln::Error when the inputs cannot be made.
+  kiln::PrecisionDebugOptions precisionDebugOptions() const;
 
   QMainWindow* window_;
   Document* document_;
@@ -71,16 +81,22 @@ class EnginePanels : public QObject {
   kiln::views::FusionPanel* fusion_;
   kiln::views::TimingPanel* timing_;
   kiln::views::AccuracyPanel* accuracy_;
+  kiln::views::PrecisionDebugPanel* precision_;
   QDockWidget* buildDock_;
   QDockWidget* fusionDock_;
   QDockWidget* timingDock_;
   QDockWidget* accuracyDock_;
+  QDockWidget* precisionDock_;
   QAction* buildAction_ = nullptr;
   QAction* cancelAction_ = nullptr;
   QAction* savePlanAction_ = nullptr;
   QAction* profileAction_ = nullptr;
   QAction* compareAction_ = nullptr;
+  QAction* compareEnginesAction_ = nullptr;
+  QAction* bisectAction_ = nullptr;
+  QAction* adviseAction_ = nullptr;
   Heatmap heatmap_ = Heatmap::kNone;
+  kiln::AccuracyCriterion debugCriterion_;  // of the running or last precision bisect
   bool dialogsEnabled_ = true;
   bool madeRoomForResults_ = false;
 };

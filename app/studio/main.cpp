@@ -1,14 +1,20 @@
 // kiln-studio [MODEL]                       opens MODEL (or, on first start, the bundled sample)
 // kiln-studio --screenshot FILE [MODEL]     loads and lays out MODEL, saves the window to FILE, exits
-//   --build PRECISION                        ... first builds an engine (fp32, fp16, bf16), profiles it and
-//                                            compares it with FP32
-//   --panel build|fusion|timing|accuracy     ... and shows that panel (fusion by default), the graph
-//                                            coloured by layer time (timing) or error (accuracy)
+//   --build PRECISION                        ... first builds an engine (fp32, fp16, bf16, int8), profiles it
+//                                            and compares it with FP32
+//   --calib-data PATH                        ... int8's calibration data (.npy files or images)
+//   --panel build|fusion|timing|accuracy|precision
+//                                            ... and shows that panel (fusion by default), the graph
+//                                            coloured by layer time (timing), error (accuracy) or, after
+//                                            the quantization advisor ran, each layer's error alone
+//                                            (precision)
 #include "document.h"
 #include "engine_panels.h"
 #include "main_window.h"
 
+#include <accuracy/precision_debug_panel.h>
 #include <building/build_panel.h>
+#include <building/calibration_settings.h>
 #include <fusion/engine_layer_model.h>
 #include <fusion/fusion_panel.h>
 
@@ -21,6 +27,7 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTimer>
@@ -64,7 +71,7 @@ int mostFusedLayer(const kiln::views::FusionPanel& fusion) {
 }
 
 struct ScreenshotOptions {
-  QString file, model, buildPrecision, panel;
+  QString file, model, buildPrecision, panel, calibrationData;
 };
 
 // Shows the engine panel the screenshot is about, once build, profile and comparison are done.
@@ -79,20 +86,26 @@ void presentPanel(MainWindow& window, const QString& panel) {
   } else if (panel == "accuracy") {
     engine.raise(engine.accuracyDock());
     engine.showHeatmap(EnginePanels::Heatmap::kError);
+  } else if (panel == "precision") {
+    engine.raise(engine.precisionDock());
+    engine.showHeatmap(EnginePanels::Heatmap::kPrecision);
   } else {
     engine.raise(engine.fusionDock());
     engine.fusionPanel()->selectLayer(mostFusedLayer(*engine.fusionPanel()));
   }
   // The last job's message (the comparison's) belongs to the accuracy panel only.
-  if (panel != "accuracy") window.statusBar()->clearMessage();
+  if (panel != "accuracy" && panel != "precision") window.statusBar()->clearMessage();
 }
 
 // Builds, profiles and compares (each in the background, one after another), then calls `done`.
-void buildProfileAndCompare(MainWindow& window, const QString& precision, const std::function<void()>& done) {
+void buildProfileAndCompare(MainWindow& window, const ScreenshotOptions& options, const std::function<void()>& done) {
   EnginePanels& engine = *window.engine();
   EngineController* controller = engine.controller();
+  const QString& precision = options.buildPrecision;
   engine.buildPanel()->setPrecisionAllowed(kiln::Precision::kFP16, precision == "fp16");
   engine.buildPanel()->setPrecisionAllowed(kiln::Precision::kBF16, precision == "bf16");
+  engine.buildPanel()->setPrecisionAllowed(kiln::Precision::kINT8, precision == "int8");
+  if (precision == "int8") engine.buildPanel()->calibrationSettings()->dataEdit()->setText(options.calibrationData);
   QObject::connect(controller, &EngineController::buildFinished, &window, [&engine] { engine.startProfile(); },
                    Qt::SingleShotConnection);
   QObject::connect(controller, &EngineController::profileFinished, &window, [&engine] { engine.startComparison(); },
@@ -121,9 +134,17 @@ int takeScreenshot(QApplication& app, MainWindow& window, const ScreenshotOption
   };
   auto save = [&] {
     if (!options.buildPrecision.isEmpty()) {
-      buildProfileAndCompare(window, options.buildPrecision, [&] {
-        presentPanel(window, options.panel);
-        grab();
+      buildProfileAndCompare(window, options, [&] {
+        if (options.panel != "precision") {
+          presentPanel(window, options.panel);
+          return grab();
+        }
+        EnginePanels& engine = *window.engine();
+        QObject::connect(engine.controller(), &EngineController::adviceFinished, &window, [&] {
+          presentPanel(window, options.panel);
+          grab();
+        }, Qt::SingleShotConnection);
+        engine.startAdvice();
       });
       return;
     }
@@ -170,13 +191,19 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addVersionOption();
   QCommandLineOption build(QStringLiteral("build"),
-                           QStringLiteral("With --screenshot: build an engine in PRECISION (fp32, fp16, bf16), profile "
-                                          "it and compare it with FP32 before the picture."),
+                           QStringLiteral("With --screenshot: build an engine in PRECISION (fp32, fp16, bf16, int8), "
+                                          "profile it and compare it with FP32 before the picture."),
                            QStringLiteral("PRECISION"));
+  QCommandLineOption calibrationData(QStringLiteral("calib-data"),
+                                     QStringLiteral("With --build int8: the calibration data (a folder of .npy files "
+                                                    "or PNG / JPEG images, or one .npy file)."),
+                                     QStringLiteral("PATH"));
   QCommandLineOption panel(QStringLiteral("panel"),
-                           QStringLiteral("With --build: the panel to show (build, fusion, timing, accuracy)."),
+                           QStringLiteral("With --build: the panel to show (build, fusion, timing, accuracy, precision: "
+                                          "after the quantization advisor)."),
                            QStringLiteral("PANEL"), QStringLiteral("fusion"));
   parser.addOption(build);
+  parser.addOption(calibrationData);
   parser.addOption(panel);
   QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                 QStringLiteral("Load and lay out MODEL, save the window to FILE (PNG) and exit."),
@@ -189,11 +216,16 @@ int main(int argc, char** argv) {
   MainWindow window;
   if (parser.isSet(screenshot)) {
     const QString precision = parser.value(build);
-    if (!precision.isEmpty() && !QStringList{"fp32", "fp16", "bf16"}.contains(precision)) {
-      std::fprintf(stderr, "kiln-studio: --build takes fp32, fp16 or bf16, not %s\n", qPrintable(precision));
+    if (!precision.isEmpty() && !QStringList{"fp32", "fp16", "bf16", "int8"}.contains(precision)) {
+      std::fprintf(stderr, "kiln-studio: --build takes fp32, fp16, bf16 or int8, not %s\n", qPrintable(precision));
       return 1;
     }
-    return takeScreenshot(app, window, {parser.value(screenshot), model, precision, parser.value(panel)});
+    if ((precision == "int8") != parser.isSet(calibrationData)) {
+      std::fprintf(stderr, "kiln-studio: --build int8 needs --calib-data PATH, and --calib-data needs --build int8\n");
+      return 1;
+    }
+    return takeScreenshot(app, window,
+                          {parser.value(screenshot), model, precision, parser.value(panel), parser.value(calibrationData)});
   }
 
   window.show();

@@ -1,17 +1,19 @@
 // `kiln build --int8` end to end on the bundled sample model: calibration from a folder of .npy
 // batches, the cache written and reused (and refused for another calibrator), int8 layers named by
 // inspect and close to the model in compare, and one clear error with no plan for each malformed
-// calibration folder. And a Q/DQ model: `kiln build` fuses its pairs without calibration,
+// calibration folder; calibration from a folder of PNG / JPEG images. And a Q/DQ model: `kiln build` fuses its pairs without calibration,
 // `kiln inspect` lists what became of each QuantizeLinear / DequantizeLinear node.
 #include <kiln/npy.h>
 
 #include "app/cli_fixture.h"
+#include "common/image_files.h"
 #include "common/qdq_models.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 using kiln::test::Cli;
 using kiln::test::readFile;
@@ -80,7 +82,7 @@ TEST_F(CliInt8, TheCacheServesALaterBuildWithoutDataAndIsRefusedForAnotherCalibr
 TEST_F(CliInt8, MalformedCalibrationDataGivesOneErrorAndNoPlan) {
   const std::string dir = path("bad");
   fs::create_directories(dir);
-  expectFailure(build({"--calib-data", dir}), 2, {"no file for input 'image'", "image.npy"});
+  expectFailure(build({"--calib-data", dir}), 2, {"holds no .npy files and no PNG / JPEG images"});
   kiln::writeNpyFile(kiln::HostTensor(kiln::DataType::kFloat64, {2, 3, 64, 64}), dir + "/image.npy");
   expectFailure(build({"--calib-data", dir}), 2, {"image.npy holds float64 values but input 'image' is float32"});
   kiln::writeNpyFile(kiln::test::randomFloats({2, 3, 32, 64}, 1), dir + "/image.npy");
@@ -89,6 +91,28 @@ TEST_F(CliInt8, MalformedCalibrationDataGivesOneErrorAndNoPlan) {
   expectFailure(build({}), 2, {"--calib-data"});
   expectFailure(build({"--calib-data", calibration(1), "--calibrator", "kl"}), 2, {"--calibrator 'kl'"});
   expectFailure({"build", kSample, "--save", path("out/s.plan"), "--calib-data", calibration(1)}, 2, {"need --int8"});
+}
+
+TEST_F(CliInt8, CalibratesFromAFolderOfImages) {
+  fs::create_directories(path("photos"));
+  for (int k = 0; k < 5; ++k) {
+    const kiln::RgbImage image = kiln::test::randomImage(70 + 9 * k, 64 + 5 * k, uint32_t(k + 1));
+    if (k % 2) kiln::test::writeJpeg(image, path("photos/p" + std::to_string(k) + ".jpg"));
+    else kiln::test::writePng(image, path("photos/p" + std::to_string(k) + ".png"));
+  }
+  // The profile's opt batch is 2: five images give two batches and a short third.
+  auto r = kiln(build({"--calib-data", path("photos"), "--calibrator", "minmax", "--calib-mean", "0.5,0.5,0.5",
+                       "--calib-std", "0.25,0.25,0.25"}));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("calibration: minmax, 8 activation scales from 3 batch(es)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("int8: 10 layer(s)"), std::string::npos) << r.out;
+  fs::remove(path("out/s.plan"));
+
+  expectFailure(build({"--calib-data", path("photos"), "--calib-std", "0.2,0,0.2"}), 2, {"--calib-std '0.2,0,0.2'"});
+  expectFailure(build({"--calib-data", path("photos"), "--calib-mean", "0.5,0.5"}), 2,
+                {"--calib-mean '0.5,0.5' must be three numbers"});
+  std::ofstream(path("photos/p9.jpg")) << "\xFF\xD8\xFF not really";
+  expectFailure(build({"--calib-data", path("photos")}), 2, {"p9.jpg cannot be read: corrupt JPEG data"});
 }
 
 TEST_F(CliInt8, AQdqModelBuildsWithoutCalibrationAndInspectListsItsPairs) {

@@ -2,10 +2,14 @@
 // sources and CUDA graphs into the BuilderConfig (and QSettings); image inputs with dynamic height
 // and width start at a real image size, from the model's metadata or 224; the current layer and
 // tactic shown while a background build tunes, and Cancel stopping it mid-tuning with no timing
-// cache written.
+// cache written. INT8: the calibration settings (data folder or file, calibrator, batches, cache,
+// mean / std) reach the config and gate the Build button; FP8 is shown disabled with the CPU
+// backend's reason; an INT8 build calibrates from a folder of images in the background, showing
+// the images and batches, and Cancel during calibration writes no calibration cache.
 #include "engine_controller.h"
 
 #include <building/build_panel.h>
+#include <building/calibration_settings.h>
 #include <building/profile_range_model.h>
 
 #include <kiln/onnx_importer.h>
@@ -14,7 +18,13 @@
 
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
+#include <QLineEdit>
+#include <QRandomGenerator>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -56,6 +66,20 @@ std::array<qlonglong, 3> rangeOf(const ProfileRangeModel& model, int row) {
 }
 
 using Range = std::array<qlonglong, 3>;
+
+// `count` images of random pixels and assorted sizes (from `width` x `height` up) in `folder`, PNG
+// and JPEG in turn.
+void writeImages(const QString& folder, int count, int width = 48, int height = 40) {
+  QRandomGenerator random(7);
+  for (int k = 0; k < count; ++k) {
+    QImage image(width + 8 * k, height + 5 * k, QImage::Format_RGB888);
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = 0; x < image.width(); ++x)
+        image.setPixel(x, y, qRgb(int(random.bounded(256)), (x * 5) % 256, (y * 7 + int(random.bounded(40))) % 256));
+    const QString name = QStringLiteral("img%1.%2").arg(k, 2, 10, QLatin1Char('0')).arg(k % 2 ? "jpg" : "png");
+    QVERIFY(image.save(QDir(folder).filePath(name)));
+  }
+}
 
 }  // namespace
 
@@ -138,6 +162,122 @@ class BuildSettingsTest : public QObject {
     QCOMPARE(again.config().optimizationLevel, 5);
     QCOMPARE(again.config().disabledTacticSources, (std::vector<std::string>{"cudnn", "cuda"}));
     QVERIFY(again.cudaGraphsBox()->isChecked());
+  }
+
+  void int8CalibrationSettingsReachTheConfigAndGateTheBuild() {
+    QTemporaryDir dir;
+    writeImages(dir.path(), 3);
+    auto network = reluModel({"N", "3", "H", "W"});
+    {
+      BuildPanel panel;
+      panel.setNetwork(network.get());
+      CalibrationSettings& calibration = *panel.calibrationSettings();
+      QCheckBox* int8 = panel.precisionBox(kiln::Precision::kINT8);
+      QCheckBox* fp8 = panel.precisionBox(kiln::Precision::kFP8);
+      QVERIFY(int8->isEnabled());
+      QVERIFY(!fp8->isEnabled());  // the CPU backend has no fp8 kernels, and says so
+      QVERIFY2(fp8->toolTip().contains("fp8 kernels"), qPrintable(fp8->toolTip()));
+      QVERIFY(!calibration.isEnabled());  // only for INT8 builds
+      QVERIFY(!panel.config().allowINT8);
+
+      int8->setChecked(true);
+      QVERIFY(calibration.isEnabled());
+      QVERIFY(!panel.canBuild());  // no data, no cache
+      QVERIFY(panel.buildButton()->toolTip().contains("calibration data"));
+      calibration.dataEdit()->setText(dir.filePath("missing"));
+      QVERIFY(!panel.canBuild());
+      QCOMPARE(calibration.dataSummary(), QStringLiteral("no such file or folder"));
+      calibration.dataEdit()->setText(dir.path());
+      QCOMPARE(calibration.dataSummary(), QStringLiteral("3 image(s) (PNG / JPEG)"));
+      QVERIFY(calibration.meanEdit()->isVisibleTo(&calibration));
+      QVERIFY(panel.canBuild());
+      calibration.stdEdit()->setText("0.2, 0, 0.2");
+      QVERIFY(!panel.canBuild());
+      calibration.stdEdit()->setText("0.25, 0.25, 0.5");
+      calibration.calibratorBox()->setCurrentIndex(2);  // percentile
+      calibration.batchesBox()->setValue(2);
+      calibration.cacheEdit()->setText(dir.filePath("calib.cache"));
+      const kiln::BuilderConfig config = panel.config();
+      QVERIFY(config.allowINT8);
+      QCOMPARE(QString::fromStdString(config.calibration.dataPath), dir.path());
+      QCOMPARE(config.calibration.calibrator, kiln::CalibratorKind::kPercentile);
+      QCOMPARE(config.calibration.maxBatches, int64_t(2));
+      QCOMPARE(QString::fromStdString(config.calibration.cachePath), dir.filePath("calib.cache"));
+      QCOMPARE(config.calibration.imageStd, (std::vector<float>{0.25f, 0.25f, 0.5f}));
+      QCOMPARE(config.calibration.imageMean, (std::vector<float>{0.485f, 0.456f, 0.406f}));
+      QCOMPARE(panel.precisionLabel(), QStringLiteral("int8"));
+      panel.setPrecisionAllowed(kiln::Precision::kFP16, true);
+      QCOMPARE(panel.precisionLabel(), QStringLiteral("int8+fp16"));
+
+      // A .npy folder hides the image normalisation.
+      QTemporaryDir npy;
+      QFile(npy.filePath("x.npy")).open(QIODevice::WriteOnly);
+      calibration.dataEdit()->setText(npy.path());
+      QCOMPARE(calibration.dataSummary(), QStringLiteral("1 .npy file(s)"));
+      QVERIFY(!calibration.meanEdit()->isVisibleTo(&calibration));
+      calibration.dataEdit()->setText(dir.path());
+      panel.saveSettings();
+    }
+    BuildPanel again;
+    again.setNetwork(network.get());
+    QVERIFY(again.precisionBox(kiln::Precision::kINT8)->isChecked());
+    QCOMPARE(again.config().calibration.calibrator, kiln::CalibratorKind::kPercentile);
+    QCOMPARE(QString::fromStdString(again.config().calibration.dataPath), dir.path());
+    QCOMPARE(again.config().calibration.imageStd, (std::vector<float>{0.25f, 0.25f, 0.5f}));
+  }
+
+  void int8BuildCalibratesFromImagesInTheBackgroundAndCancelsDuringCalibration() {
+    // Enough large images that reading them takes a while: Cancel arrives while they are read.
+    QTemporaryDir dir;
+    writeImages(dir.path(), 40, 320, 240);
+    auto network = kiln::OnnxImporter().importBytes(kiln::test::convReluStack(3, 3, 40).bytes());
+    BuildPanel panel;
+    panel.setNetwork(network.get());
+    panel.precisionBox(kiln::Precision::kINT8)->setChecked(true);
+    panel.calibrationSettings()->dataEdit()->setText(dir.path());
+    panel.calibrationSettings()->cacheEdit()->setText(dir.filePath("calib.cache"));
+    QVERIFY(panel.canBuild());
+    EngineController controller;
+    connect(&controller, &EngineController::jobStarted, &panel, &BuildPanel::buildStarted);
+    connect(&controller, &EngineController::buildProgress, &panel, &BuildPanel::showProgress);
+    connect(&controller, &EngineController::jobCancelled, &panel, &BuildPanel::buildCancelled);
+    connect(&panel, &BuildPanel::cancelRequested, &controller, &EngineController::cancel);
+    QStringList calibrationSteps;
+    bool cancelAtImage = true;
+    connect(&controller, &EngineController::buildProgress, this,
+            [&](double, const QString& phase, const QString& layer, const QString&) {
+              if (phase != "calibration" || layer.isEmpty()) return;
+              calibrationSteps << panel.phaseText();
+              if (cancelAtImage && layer.startsWith("image 1/")) panel.cancelButton()->click();
+            });
+    std::shared_ptr<const BuiltEngine> built;
+    connect(&controller, &EngineController::buildFinished, this,
+            [&](std::shared_ptr<const BuiltEngine> engine) { built = std::move(engine); });
+    QSignalSpy cancelled(&controller, &EngineController::jobCancelled);
+    QSignalSpy finished(&controller, &EngineController::buildFinished);
+    controller.build(network, panel.config(), panel.precisionLabel());
+    QVERIFY(cancelled.wait(kJobTimeoutMs));
+    QCOMPARE(finished.count(), 0);
+    QVERIFY2(calibrationSteps.value(0).startsWith("calibration · image 1/40: img00.png"),
+             qPrintable(calibrationSteps.join('\n')));
+    QVERIFY(panel.phaseText().contains("cancelled"));
+    QVERIFY(!QFileInfo::exists(dir.filePath("calib.cache")));
+
+    // Uncancelled, on the first four: the images read, the batches run, the cache written, three
+    // int8 layers.
+    cancelAtImage = false;
+    calibrationSteps.clear();
+    panel.calibrationSettings()->batchesBox()->setValue(4);
+    controller.build(network, panel.config(), panel.precisionLabel());
+    QVERIFY(finished.wait(kJobTimeoutMs));
+    QVERIFY(built);
+    QCOMPARE(built->precision, QStringLiteral("int8"));
+    QCOMPARE(built->report.calibration.batches, int64_t(4));  // opt batch 1
+    int int8Layers = 0;
+    for (const auto& layer : built->report.layers) int8Layers += layer.precision == "int8";
+    QCOMPARE(int8Layers, 3);
+    QVERIFY(calibrationSteps.filter("calibration · batch").size() > 0);
+    QVERIFY(QFileInfo::exists(dir.filePath("calib.cache")));
   }
 
   void backgroundBuildShowsLayerAndTacticAndCancelsMidTuning() {

@@ -121,13 +121,21 @@ class EngineModelsTest : public QObject {
     QCOMPARE(requested.count(), 1);
 
     panel.setPrecisionAllowed(kiln::Precision::kFP16, true);
-    panel.setPrecisionAllowed(kiln::Precision::kINT8, true);  // disabled on the CPU backend: ignored
+    panel.setPrecisionAllowed(kiln::Precision::kFP8, true);  // disabled on the CPU backend: ignored
     const kiln::BuilderConfig config = panel.config();
-    QVERIFY(config.allowFP16 && !config.allowINT8);
+    QVERIFY(config.allowFP16 && !config.allowFP8 && !config.allowINT8);
     QCOMPARE(config.backend, kiln::BackendKind::kCpu);
     QCOMPARE(config.profiles.size(), size_t(1));
     QCOMPARE(config.profiles[0].inputs.at("image").opt[0], int64_t(4));
     QCOMPARE(panel.precisionLabel(), QStringLiteral("fp16"));
+
+    // INT8 without calibration data or a cache cannot build, and says why.
+    panel.setPrecisionAllowed(kiln::Precision::kINT8, true);
+    QVERIFY(!panel.buildButton()->isEnabled());
+    QVERIFY(panel.buildButton()->toolTip().contains("INT8 needs calibration data"));
+    QVERIFY(panel.profileErrorLabel()->isHidden());
+    panel.setPrecisionAllowed(kiln::Precision::kINT8, false);
+    QVERIFY(panel.buildButton()->isEnabled());
   }
 
   // The Build panel shares the left dock with Search at 270 px: its rows wrap and it scrolls

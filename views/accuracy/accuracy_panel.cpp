@@ -84,11 +84,19 @@ AccuracyPanel::AccuracyPanel(QWidget* parent) : QWidget(parent) {
   histogram_ = new QChartView(this);
   histogram_->setRenderHint(QPainter::Antialiasing);
   histogram_->setMinimumWidth(240);
-  auto* tabs = new QTabWidget(this);
-  tabs->addTab(outputTable_, tr("Outputs"));
-  tabs->addTab(layerTable_, tr("Per layer"));
+  engines_ = new EngineComparisonModel(this);
+  engineTable_ = new QTableView(this);
+  engineTable_->setModel(engines_);
+  engineTable_->verticalHeader()->hide();
+  engineTable_->verticalHeader()->setDefaultSectionSize(22);
+  engineTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  engineTable_->setAlternatingRowColors(true);
+  tabs_ = new QTabWidget(this);
+  tabs_->addTab(outputTable_, tr("Outputs"));
+  tabs_->addTab(layerTable_, tr("Per layer"));
+  tabs_->addTab(engineTable_, tr("Engines side by side"));
   results_ = new QSplitter(Qt::Horizontal, this);
-  results_->addWidget(tabs);
+  results_->addWidget(tabs_);
   results_->addWidget(histogram_);
   results_->setStretchFactor(0, 2);  // the table's columns need the room more than the bars
   results_->setStretchFactor(1, 1);
@@ -141,6 +149,8 @@ QWidget* AccuracyPanel::createControls() {
   updateInputs();
   compareButton_ = new QPushButton(tr("Compare with FP32"), controls);
   compareButton_->setEnabled(false);
+  compareEnginesButton_ = new QPushButton(tr("Compare All Engines"), controls);
+  compareEnginesButton_->setEnabled(false);
   heatmap_ = new QCheckBox(tr("Colour graph by error"), controls);
   heatmap_->setEnabled(false);
 
@@ -155,10 +165,12 @@ QWidget* AccuracyPanel::createControls() {
   row->addWidget(folder_);
   row->addWidget(browse);
   row->addWidget(compareButton_);
+  row->addWidget(compareEnginesButton_);
 
   connect(atol_, &QDoubleSpinBox::valueChanged, this, &AccuracyPanel::remeasure);
   connect(rtol_, &QDoubleSpinBox::valueChanged, this, &AccuracyPanel::remeasure);
   connect(compareButton_, &QPushButton::clicked, this, &AccuracyPanel::compareRequested);
+  connect(compareEnginesButton_, &QPushButton::clicked, this, &AccuracyPanel::compareEnginesRequested);
   connect(heatmap_, &QCheckBox::toggled, this, &AccuracyPanel::heatmapToggled);
   return controls;
 }
@@ -193,6 +205,7 @@ void AccuracyPanel::clear() {
   hasRun_ = false;
   outputs_->setMetrics({});
   layers_->setMetrics({});
+  engines_->setEngines({});
   heatmap_->setChecked(false);
   heatmap_->setEnabled(false);
   results_->hide();
@@ -328,6 +341,20 @@ void AccuracyPanel::setCanCompare(bool canCompare, const QString& why) {
 void AccuracyPanel::setRunning(bool running) {
   compareButton_->setText(running ? tr("Comparing…") : tr("Compare with FP32"));
   if (running) compareButton_->setEnabled(false);
+  if (running) compareEnginesButton_->setEnabled(false);
+}
+
+void AccuracyPanel::setEngineComparison(std::vector<EngineColumn> engines) {
+  engines_->setEngines(std::move(engines));
+  results_->show();
+  tabs_->setCurrentWidget(engineTable_);
+}
+
+void AccuracyPanel::setCanCompareEngines(bool canCompare, const QString& why) {
+  compareEnginesButton_->setEnabled(canCompare);
+  compareEnginesButton_->setToolTip(canCompare ? tr("Run the FP32 reference and every engine built from this model "
+                                                    "(the latest of each precision) on the same inputs, side by side")
+                                               : why);
 }
 
 void AccuracyPanel::saveSettings() const {

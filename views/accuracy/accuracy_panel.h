@@ -1,7 +1,9 @@
 #pragma once
 // Accuracy comparison: the FP32 reference (the ONNX model on the reference executor) against the
 // built engine on the same inputs; per-output metrics with pass/fail at the chosen tolerances, the
-// error histogram per decade, and per-layer errors that can colour the graph.
+// error histogram per decade, and per-layer errors that can colour the graph. And every engine
+// built from the model (FP32, FP16, INT8, ...) side by side against the same reference.
+#include "accuracy/engine_comparison_model.h"
 #include "common/input_data.h"
 #include "fusion/origin_map.h"
 
@@ -19,6 +21,7 @@ class QLineEdit;
 class QPushButton;
 class QSpinBox;
 class QTableView;
+class QTabWidget;
 
 namespace kiln::views {
 
@@ -50,6 +53,11 @@ class AccuracyPanel : public QWidget {
 
   void setCanCompare(bool canCompare, const QString& why);
   void setRunning(bool running);
+  // The engines side by side (one column each), shown in their own tab.
+  void setEngineComparison(std::vector<EngineColumn> engines);
+  void setCanCompareEngines(bool canCompare, const QString& why);
+  EngineComparisonModel* engineModel() const { return engines_; }
+  QPushButton* compareEnginesButton() const { return compareEnginesButton_; }
 
   TensorMetricsModel* outputModel() const { return outputs_; }
   TensorMetricsModel* layerModel() const { return layers_; }
@@ -64,6 +72,7 @@ class AccuracyPanel : public QWidget {
 
  signals:
   void compareRequested();
+  void compareEnginesRequested();
   void heatmapToggled(bool shown);
 
  private:
@@ -76,6 +85,9 @@ class AccuracyPanel : public QWidget {
   bool hasRun_ = false;
   TensorMetricsModel* outputs_;
   TensorMetricsModel* layers_;
+  EngineComparisonModel* engines_;
+  QTabWidget* tabs_;
+  QTableView* engineTable_;
   QTableView* outputTable_;
   QSplitter* results_;  // tables and histogram, hidden until there is a comparison
   QTableView* layerTable_;
@@ -87,6 +99,7 @@ class AccuracyPanel : public QWidget {
   QSpinBox* seed_;
   QLineEdit* folder_;
   QPushButton* compareButton_;
+  QPushButton* compareEnginesButton_;
   QCheckBox* heatmap_;
 };
 

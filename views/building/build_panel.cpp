@@ -1,10 +1,11 @@
 #include "building/build_panel.h"
 
+#include "building/calibration_settings.h"
 #include "building/profile_range_model.h"
+#include "common/cache_file_field.h"
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFileDialog>
 #include <QFontDatabase>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -21,10 +22,10 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTableView>
-#include <QToolButton>
 #include <QVBoxLayout>
 
 #include <kiln/builder.h>
+#include <kiln/precision_support.h>
 
 #include <algorithm>
 
@@ -55,24 +56,19 @@ ShapeRange decodeRange(const QString& text) {
   return range;
 }
 
-QToolButton* browseButton(QWidget* parent) {
-  auto* button = new QToolButton(parent);
-  button->setText(QStringLiteral("…"));
-  return button;
-}
-
 }  // namespace
 
 BuildPanel::BuildPanel(QWidget* parent) : QWidget(parent) {
   // The settings scroll instead of widening or lengthening the dock, so the graph keeps the room;
   // the Build button, progress and log stay in view below them.
   auto* settings = new QWidget;
+  calibration_ = new CalibrationSettings(settings);  // first: the precision checkboxes update it
   auto* layout = new QVBoxLayout(settings);
   layout->setContentsMargins(6, 6, 6, 0);
   layout->addWidget(createTargetGroup(settings));
   layout->addWidget(createShapesGroup(settings));  // above the tactic settings: a dynamic model needs it first
   layout->addWidget(createTacticsGroup(settings));
-  layout->addWidget(createCalibrationGroup(settings));
+  layout->addWidget(calibration_);
   layout->addStretch();
   auto* scroll = new QScrollArea(this);
   scroll->setWidget(settings);
@@ -83,6 +79,8 @@ BuildPanel::BuildPanel(QWidget* parent) : QWidget(parent) {
   outer->addWidget(scroll, 1);
   outer->addWidget(createRunGroup(this));
   connect(backend_, &QComboBox::currentIndexChanged, this, &BuildPanel::updateBackendOptions);
+  connect(calibration_, &CalibrationSettings::changed, this, &BuildPanel::updateValidity);
+  connect(precisionBox(Precision::kINT8), &QCheckBox::toggled, this, &BuildPanel::updatePrecisionChoices);
   updateBackendOptions();
   updateValidity();
 }
@@ -114,13 +112,14 @@ QWidget* BuildPanel::createTargetGroup(QWidget* parent) {
       {Precision::kFP32, tr("Always allowed: the fallback for layers that need full precision")},
       {Precision::kFP16, tr("Keep activations in fp16 between layers (computed in fp32 inside a layer)")},
       {Precision::kBF16, tr("Keep activations in bf16 between layers (computed in fp32 inside a layer)")},
-      {Precision::kINT8, tr("The CPU backend has no INT8 kernels yet")},
-      {Precision::kFP8, tr("The CPU backend has no FP8 kernels yet")}};
+      {Precision::kINT8, tr("Quantize Conv / MatMul / Gemm layers to int8 by post-training calibration (the INT8 "
+                            "calibration settings below)")},
+      {Precision::kFP8, tr("FP8 layers where the backend has fp8 kernels")}};
   for (const auto& [precision, tip] : choices) {
     auto* box = new QCheckBox(precisionName(precision), group);
     box->setToolTip(tip);
     box->setChecked(precision == Precision::kFP32);
-    box->setEnabled(precision == Precision::kFP16 || precision == Precision::kBF16);
+    box->setEnabled(precision != Precision::kFP32);
     const int index = int(precisions_.size());
     precisionGrid->addWidget(box, index / kPrecisionsPerRow, index % kPrecisionsPerRow);
     precisions_.emplace_back(precision, box);
@@ -177,24 +176,13 @@ QWidget* BuildPanel::createTacticsGroup(QWidget* parent) {
   sourceGrid->setColumnStretch(2, 1);
   form->addRow(tr("Tactic sources"), sourceGrid);
 
-  auto* cacheRow = new QHBoxLayout;
   timingCache_ = new QLineEdit(group);
   timingCache_->setObjectName(QStringLiteral("timingCache"));
-  timingCache_->setPlaceholderText(tr("none"));
   timingCache_->setToolTip(tr("A timing cache file keeps tactic timings between builds; with none, every build "
                               "times its tactics again"));
-  timingCache_->setClearButtonEnabled(true);
-  auto* cacheBrowse = browseButton(group);
-  cacheBrowse->setToolTip(tr("Choose a timing cache file (created when it does not exist)"));
-  connect(cacheBrowse, &QToolButton::clicked, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Timing Cache"), timingCache_->text(),
-                                                      tr("Timing caches (*.cache);;All files (*)"), nullptr,
-                                                      QFileDialog::DontConfirmOverwrite);
-    if (!path.isEmpty()) timingCache_->setText(path);
-  });
-  cacheRow->addWidget(timingCache_, 1);
-  cacheRow->addWidget(cacheBrowse);
-  form->addRow(tr("Timing cache"), cacheRow);
+  form->addRow(tr("Timing cache"), cacheFileRow(timingCache_, tr("Timing Cache"),
+                                                tr("Timing caches (*.cache);;All files (*)"),
+                                                tr("Choose a timing cache file (created when it does not exist)")));
   return group;
 }
 
@@ -203,6 +191,23 @@ void BuildPanel::updateBackendOptions() {
   const bool cuda = BackendKind(backend_->currentData().toInt()) == BackendKind::kCuda;
   cudaGraphs_->setEnabled(cuda);
   for (const auto& [source, box] : tacticSources_) box->setEnabled(cuda || source == QLatin1String("cpu"));
+  updatePrecisionChoices();
+}
+
+// FP8 is offered where the backend runs some layer of the model in it; otherwise it is shown
+// disabled with the backend's reason. The calibration settings apply to INT8 builds only.
+void BuildPanel::updatePrecisionChoices() {
+  QCheckBox* fp8 = precisionBox(Precision::kFP8);
+  const QString refusal =
+      network_ ? QString::fromStdString(precisionUnsupportedReason(
+                     *network_, BackendKind(backend_->currentData().toInt()), Precision::kFP8))
+               : QString();
+  fp8->setEnabled(network_ && refusal.isEmpty());
+  if (!fp8->isEnabled()) fp8->setChecked(false);
+  fp8->setToolTip(refusal.isEmpty() ? tr("FP8 layers where the backend has fp8 kernels")
+                                    : tr("Not available: %1").arg(refusal));
+  calibration_->setEnabled(precisionBox(Precision::kINT8)->isChecked());
+  updateValidity();
 }
 
 QWidget* BuildPanel::createShapesGroup(QWidget* parent) {
@@ -225,43 +230,6 @@ QWidget* BuildPanel::createShapesGroup(QWidget* parent) {
   layout->addWidget(profileErrors_);
   connect(profileModel_, &ProfileRangeModel::validityChanged, this, &BuildPanel::updateValidity);
   connect(profileModel_, &QAbstractItemModel::dataChanged, this, &BuildPanel::updateValidity);
-  return group;
-}
-
-QWidget* BuildPanel::createCalibrationGroup(QWidget* parent) {
-  auto* group = new QGroupBox(tr("INT8 calibration data"), parent);
-  auto* layout = new QVBoxLayout(group);
-  auto* row = new QHBoxLayout;
-  calibrationKind_ = new QComboBox(group);
-  calibrationKind_->addItem(tr("Random"), int(InputSource::Kind::kRandom));
-  calibrationKind_->addItem(tr("Folder"), int(InputSource::Kind::kFolder));
-  calibrationFolder_ = new QLineEdit(group);
-  calibrationFolder_->setPlaceholderText(tr("data folder"));
-  calibrationFolder_->setToolTip(tr("A folder with one <input>.npy or .pb file per model input"));
-  auto* browse = browseButton(group);
-  connect(browse, &QToolButton::clicked, this, [this] {
-    const QString folder = QFileDialog::getExistingDirectory(this, tr("Calibration Data"), calibrationFolder_->text());
-    if (folder.isEmpty()) return;
-    calibrationFolder_->setText(folder);
-    calibrationKind_->setCurrentIndex(1);
-  });
-  auto updateFolder = [this, browse] {
-    const bool folder = calibrationKind_->currentData().toInt() == int(InputSource::Kind::kFolder);
-    calibrationFolder_->setEnabled(folder);
-    browse->setEnabled(folder);
-  };
-  connect(calibrationKind_, &QComboBox::currentIndexChanged, this, updateFolder);
-  updateFolder();
-  row->addWidget(calibrationKind_);
-  row->addWidget(calibrationFolder_, 1);
-  row->addWidget(browse);
-  layout->addLayout(row);
-  auto* note = new QLabel(tr("Kept for INT8 builds. The CPU backend has no INT8 kernels yet, so CPU builds do not "
-                             "calibrate."),
-                          group);
-  note->setWordWrap(true);
-  note->setStyleSheet(QStringLiteral("color: #6B7280;"));
-  layout->addWidget(note);
   return group;
 }
 
@@ -304,6 +272,7 @@ void BuildPanel::setNetwork(const Network* network) {
   network_ = network;
   profileModel_->setNetwork(network);
   restoreSettings();  // earlier ranges for inputs of the same name and rank
+  updatePrecisionChoices();
   fitProfileTable();
   phase_->setText(network ? tr("Ready to build.") : tr("Open a model to build an engine."));
   updateValidity();
@@ -320,19 +289,25 @@ void BuildPanel::fitProfileTable() {
 }
 
 void BuildPanel::updateValidity() {
-  const QStringList errors = profileModel_->errors();
+  QStringList errors = profileModel_->errors();
   profileErrors_->setText(errors.join('\n'));
   profileErrors_->setVisible(!errors.isEmpty());
+  // The calibration group shows its own problem; the Build button's tip names every one.
+  if (precisionBox(Precision::kINT8)->isChecked() && !calibration_->problem().isEmpty())
+    errors << calibration_->problem();
   const bool can = canBuild();
   buildButton_->setEnabled(can);
-  buildButton_->setToolTip(!errors.isEmpty()  ? tr("Fix the optimization profile first:\n%1").arg(errors.join('\n'))
+  buildButton_->setToolTip(!errors.isEmpty()  ? tr("Fix these first:\n%1").arg(errors.join('\n'))
                            : !network_        ? tr("Open a model first")
                            : building_        ? tr("A build is running")
                                               : tr("Build an engine from the open model (Ctrl+B)"));
   emit canBuildChanged(can);
 }
 
-bool BuildPanel::canBuild() const { return network_ && !building_ && profileModel_->isValid(); }
+bool BuildPanel::canBuild() const {
+  const bool calibrated = !precisionBox(Precision::kINT8)->isChecked() || calibration_->problem().isEmpty();
+  return network_ && !building_ && profileModel_->isValid() && calibrated;
+}
 
 QCheckBox* BuildPanel::precisionBox(Precision precision) const {
   for (const auto& [p, box] : precisions_)
@@ -355,6 +330,9 @@ BuilderConfig BuildPanel::config() const {
   config.backend = BackendKind(backend_->currentData().toInt());
   config.allowFP16 = precisionBox(Precision::kFP16)->isChecked();
   config.allowBF16 = precisionBox(Precision::kBF16)->isChecked();
+  config.allowINT8 = precisionBox(Precision::kINT8)->isChecked();
+  config.allowFP8 = precisionBox(Precision::kFP8)->isEnabled() && precisionBox(Precision::kFP8)->isChecked();
+  if (config.allowINT8) config.calibration = calibration_->config();
   config.optimizationLevel = optimizationLevel_->value();
   config.workspaceBytes = uint64_t(workspaceMiB_->value()) << 20;
   config.timingCachePath = timingCache_->text().trimmed().toStdString();
@@ -365,14 +343,15 @@ BuilderConfig BuildPanel::config() const {
   return config;
 }
 
-InputSource BuildPanel::calibration() const {
-  InputSource source;
-  source.kind = InputSource::Kind(calibrationKind_->currentData().toInt());
-  source.folder = calibrationFolder_->text();
-  return source;
+QString BuildPanel::precisionLabel() const {
+  const BuilderConfig c = config();
+  QStringList parts;
+  if (c.allowINT8) parts << QStringLiteral("int8");
+  if (c.allowFP8) parts << QStringLiteral("fp8");
+  if (parts.isEmpty() || c.storagePrecision() != Precision::kFP32)
+    parts << QString::fromLatin1(toString(c.storagePrecision()));
+  return parts.join(QLatin1Char('+'));
 }
-
-QString BuildPanel::precisionLabel() const { return QString::fromLatin1(toString(config().storagePrecision())); }
 
 QString BuildPanel::logText() const { return log_->toPlainText(); }
 
@@ -434,8 +413,7 @@ void BuildPanel::saveSettings() const {
     if (!box->isChecked()) disabledSources << source;
   settings.setValue(QStringLiteral("disabledTacticSources"), disabledSources);
   settings.setValue(QStringLiteral("cudaGraphs"), cudaGraphs_->isChecked());
-  settings.setValue(QStringLiteral("calibrationKind"), calibrationKind_->currentIndex());
-  settings.setValue(QStringLiteral("calibrationFolder"), calibrationFolder_->text());
+  calibration_->saveSettings();
   QVariantMap ranges = settings.value(QStringLiteral("profile")).toMap();
   for (const auto& [input, range] : profileModel_->profile().inputs)
     ranges[QString::fromStdString(input)] = encodeRange(range);
@@ -456,8 +434,7 @@ void BuildPanel::restoreSettings() {
   const QStringList disabledSources = settings.value(QStringLiteral("disabledTacticSources")).toStringList();
   for (const auto& [source, box] : tacticSources_) box->setChecked(!disabledSources.contains(source));
   cudaGraphs_->setChecked(settings.value(QStringLiteral("cudaGraphs"), false).toBool());
-  calibrationKind_->setCurrentIndex(settings.value(QStringLiteral("calibrationKind"), 0).toInt());
-  calibrationFolder_->setText(settings.value(QStringLiteral("calibrationFolder")).toString());
+  calibration_->restoreSettings();
   std::map<std::string, ShapeRange> ranges;
   const QVariantMap stored = settings.value(QStringLiteral("profile")).toMap();
   for (auto it = stored.begin(); it != stored.end(); ++it) ranges[it.key().toStdString()] = decodeRange(it.value().toString());

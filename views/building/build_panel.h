@@ -1,10 +1,8 @@
 #pragma once
 // The Build panel: what to build (backend, precisions, shape profile, optimisation level,
-// workspace, timing cache, tactic sources, CUDA graphs for profiling, INT8 calibration data) and
-// the running build (progress with the layer and tactic being timed, log, Cancel). It only collects
-// settings and shows progress; the app runs the build on a worker thread.
-#include "common/input_data.h"
-
+// workspace, timing cache, tactic sources, CUDA graphs for profiling, INT8 calibration) and the
+// running build (progress with the phase, layer and tactic or calibration batch, log, Cancel). It
+// only collects settings and shows progress; the app runs the build on a worker thread.
 #include <kiln/builder_config.h>
 #include <kiln/network.h>
 
@@ -22,6 +20,7 @@ class QTableView;
 
 namespace kiln::views {
 
+class CalibrationSettings;
 class ProfileRangeModel;
 
 class BuildPanel : public QWidget {
@@ -31,9 +30,7 @@ class BuildPanel : public QWidget {
 
   void setNetwork(const Network* network);  // nullptr: nothing to build
   BuilderConfig config() const;
-  // The INT8 calibration data chosen (kept for backends with INT8; the CPU backend has none).
-  InputSource calibration() const;
-  // A short name for what config() builds: "fp16", "fp32", "bf16+fp16".
+  // A short name for what config() builds: "fp32", "fp16", "int8", "int8+fp16".
   QString precisionLabel() const;
   bool canBuild() const;
   bool isBuilding() const { return building_; }
@@ -46,6 +43,8 @@ class BuildPanel : public QWidget {
   QSpinBox* optimizationLevelBox() const { return optimizationLevel_; }
   QCheckBox* tacticSourceBox(const QString& source) const;  // "cudnn", "cublaslt", "cuda", "cpu"
   QCheckBox* cudaGraphsBox() const { return cudaGraphs_; }
+  QCheckBox* precisionBox(Precision precision) const;
+  CalibrationSettings* calibrationSettings() const { return calibration_; }
   QString phaseText() const;
   QLabel* profileErrorLabel() const { return profileErrors_; }
   QString logText() const;
@@ -70,13 +69,12 @@ class BuildPanel : public QWidget {
   QWidget* createTargetGroup(QWidget* parent);
   QWidget* createTacticsGroup(QWidget* parent);
   QWidget* createShapesGroup(QWidget* parent);
-  QWidget* createCalibrationGroup(QWidget* parent);
   QWidget* createRunGroup(QWidget* parent);
   void updateValidity();
   void updateBackendOptions();
   void fitProfileTable();
   void finishRun(const QString& status, const QString& logLine);
-  QCheckBox* precisionBox(Precision precision) const;
+  void updatePrecisionChoices();
 
   const Network* network_ = nullptr;
   bool building_ = false;
@@ -90,8 +88,7 @@ class BuildPanel : public QWidget {
   ProfileRangeModel* profileModel_;
   QTableView* profileTable_;
   QLabel* profileErrors_;
-  QComboBox* calibrationKind_;
-  QLineEdit* calibrationFolder_;
+  CalibrationSettings* calibration_;
   QPushButton* buildButton_;
   QPushButton* cancelButton_;
   QProgressBar* progress_;

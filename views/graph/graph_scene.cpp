@@ -325,8 +325,10 @@ int GraphScene::nodeNamed(const std::string& name) const {
   return it == nodeByName_.end() ? -1 : it->second;
 }
 
-void GraphScene::setHeatmap(const QString& title, std::map<int, NodeHeat> heat) {
+void GraphScene::setHeatmap(const QString& title, std::map<int, NodeHeat> heat,
+                            std::vector<std::pair<double, QString>> categories) {
   heatmapTitle_ = heat.empty() ? QString() : title;
+  heatCategories_ = heat.empty() ? std::vector<std::pair<double, QString>>{} : std::move(categories);
   heat_ = std::move(heat);
   decorateItems();
   emit heatmapChanged();

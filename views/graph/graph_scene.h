@@ -73,8 +73,11 @@ class GraphScene : public QGraphicsScene {
     double fraction = 0;
     QString label;
   };
-  void setHeatmap(const QString& title, std::map<int, NodeHeat> heat);
+  // `categories`: named colours (fraction, label) for the legend instead of a low-high scale.
+  void setHeatmap(const QString& title, std::map<int, NodeHeat> heat,
+                  std::vector<std::pair<double, QString>> categories = {});
   const QString& heatmapTitle() const { return heatmapTitle_; }
+  const std::vector<std::pair<double, QString>>& heatmapCategories() const { return heatCategories_; }
   bool hasHeatmap() const { return !heat_.empty(); }
   const std::map<int, NodeHeat>& heatmap() const { return heat_; }
 
@@ -133,6 +136,7 @@ class GraphScene : public QGraphicsScene {
   std::map<std::string, int> nodeByName_;
   QString heatmapTitle_;
   std::map<int, NodeHeat> heat_;
+  std::vector<std::pair<double, QString>> heatCategories_;
   std::set<int> highlighted_;
 };
 

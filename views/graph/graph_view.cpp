@@ -55,6 +55,21 @@ void GraphView::drawForeground(QPainter* painter, const QRectF&) {
   painter->setPen(QColor(0x1F, 0x29, 0x37));
   painter->drawText(panel.adjusted(10, 4, -10, 0), Qt::AlignLeft | Qt::AlignTop, graph->heatmapTitle());
   const QRectF bar(panel.left() + 10, panel.top() + 22, panel.width() - 20, 10);
+  if (!graph->heatmapCategories().empty()) {  // named colours: a swatch and its name each
+    painter->setFont(graph_style::labelFont());
+    double x = bar.left();
+    for (const auto& [fraction, label] : graph->heatmapCategories()) {
+      painter->setPen(Qt::NoPen);
+      painter->setBrush(heatColor(fraction));
+      painter->drawRoundedRect(QRectF(x, bar.top(), 14, 14), 3, 3);
+      painter->setPen(QColor(0x37, 0x41, 0x51));
+      const double width = QFontMetricsF(painter->font()).horizontalAdvance(label);
+      painter->drawText(QRectF(x + 18, bar.top() - 1, width + 4, 16), Qt::AlignLeft | Qt::AlignVCenter, label);
+      x += 18 + width + 16;
+    }
+    painter->restore();
+    return;
+  }
   painter->setPen(Qt::NoPen);
   painter->setBrush(heatGradient(bar.topLeft(), bar.topRight()));
   painter->drawRoundedRect(bar, 3, 3);

@@ -41,8 +41,14 @@ struct CalibrationConfig {
   // A folder of NumPy .npy files, for each graph input NAME either NAME.npy or NAME.0.npy,
   // NAME.1.npy, ... (characters other than letters, digits, '.', '-' and '_' in NAME become '_').
   // Each file is one calibration batch, its dim 0 the batch; where the model fixes dim 0 to B, a
-  // file of k*B samples gives k batches. Every input needs the same number of batches.
+  // file of k*B samples gives k batches. Every input needs the same number of batches. A single
+  // .npy file serves a model with one input. Or a folder of PNG / JPEG images for a model with one
+  // image input (float32, 4-D, 3 channels: NCHW or NHWC), in name order: each is resized
+  // (bilinear, widened when shrinking as PIL's) so that it covers the input's height and width,
+  // centre-cropped to them, scaled to [0, 1] and normalised per RGB channel by the two below.
   std::string dataPath;
+  std::vector<float> imageMean = {0.485f, 0.456f, 0.406f};  // ImageNet's, as torchvision's models
+  std::vector<float> imageStd = {0.229f, 0.224f, 0.225f};
   CalibratorKind calibrator = CalibratorKind::kEntropy;
   double percentile = 99.99;  // of |x|, for kPercentile
   int64_t maxBatches = 0;     // use the first N batches; 0: all of them

@@ -395,6 +395,7 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   progress.report("done", 1.0);  // the last chance to cancel: nothing is written before it
   cache.save();
   lock.save();
+  calibration::writeCalibrationCache(input, result.report.calibration);
   return result;
 }
 

@@ -7,6 +7,7 @@
 
 #include "calibration_cache.h"
 #include "calibration_data.h"
+#include "calibration_images.h"
 #include "calibrators.h"
 
 #include <cmath>
@@ -181,21 +182,26 @@ CalibrationSummary activationScales(const Network& model, const Network& network
   if (c.dataPath.empty())
     throw Error(ErrorCode::kInvalidArgument,
                 c.cachePath.empty()
-                    ? "an int8 build needs calibration: give calibration data (--calib-data DIR) or a calibration "
+                    ? "an int8 build needs calibration: give calibration data (--calib-data DIR: .npy files or images) or a "
+                      "calibration "
                       "cache made by an earlier build (--calib-cache FILE)"
                     : "calibration cache " + c.cachePath + " does not exist, and no calibration data "
                       "(--calib-data DIR) was given to make it");
-  const std::vector<Batch> batches = loadCalibrationData(model, c.dataPath, c.maxBatches);
+  const std::vector<Batch> batches = calibrationDataKind(c.dataPath) == CalibrationDataKind::kImages
+                                        ? loadCalibrationImages(model, config, progress)
+                                        : loadCalibrationData(model, c.dataPath, c.maxBatches);
   if (batches.empty())
     throw Error(ErrorCode::kInvalidArgument, "calibration data: " + c.dataPath + " gives no batches");
   summary.source = "data";
   summary.batches = int64_t(batches.size());
   summary.scales = calibrate(network, tensors, batches, config, progress);
-  if (!c.cachePath.empty()) {
-    CalibrationCache cache{fingerprint, summary.calibrator, summary.scales};
-    writeFileAtomically(c.cachePath, formatCalibrationCache(cache));
-  }
   return summary;
+}
+
+void writeCalibrationCache(const Network& model, const CalibrationSummary& summary) {
+  if (summary.source != "data" || summary.cachePath.empty()) return;
+  CalibrationCache cache{networkFingerprint(model), summary.calibrator, summary.scales};
+  writeFileAtomically(summary.cachePath, formatCalibrationCache(cache));
 }
 
 }  // namespace kiln::calibration

@@ -19,9 +19,15 @@ using CalibrationProgress = std::function<void(double fraction, const std::strin
 // the engine's). `model` is the network as given to the builder: the cache is keyed by its
 // fingerprint. The cache (config.calibration.cachePath) is used when it exists, and must be for
 // this model and calibrator (else kiln::Error naming both); otherwise the calibration data is read
-// and run, and the cache written. `timingCachePath` is shared with the FP32 engine's build.
+// and run (writeCalibrationCache saves the scales once the build is done). `timingCachePath` is
+// shared with the FP32 engine's build.
 CalibrationSummary activationScales(const Network& model, const Network& network, const std::set<std::string>& tensors,
                                     const BuilderConfig& config, const CalibrationProgress& progress);
+
+// Writes the scales `summary` calibrated from data to its cache path (none: nothing), keyed by
+// `model`'s fingerprint. The builder calls it after the plan is made, so a cancelled or failed
+// build leaves no cache.
+void writeCalibrationCache(const Network& model, const CalibrationSummary& summary);
 
 // "entropy", "minmax" or "percentile P": how a cache names the calibrator that made it.
 std::string calibratorDescription(const CalibrationConfig& config);

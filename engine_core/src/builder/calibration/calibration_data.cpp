@@ -96,6 +96,19 @@ std::vector<HostTensor> batchesOf(const std::string& what, const HostTensor& dat
   return out;
 }
 
+// One .npy file for a model with one input: its batches.
+std::vector<Batch> batchesOfFile(const Network& network, const std::string& file, int64_t maxBatches,
+                                 const std::string& what) {
+  const auto& inputs = network.runtimeInputs();
+  if (inputs.size() != 1)
+    fail(what, "one file, " + file + ", serves a model with one input, but this one has " +
+                   std::to_string(inputs.size()) + "; give a folder with files named by input");
+  std::vector<Batch> batches;
+  for (HostTensor& batch : batchesOf(what, readNpyFile(file), network.tensor(inputs.front()), file))
+    if (maxBatches <= 0 || int64_t(batches.size()) < maxBatches) batches.push_back({{inputs.front(), std::move(batch)}});
+  return batches;
+}
+
 }  // namespace
 
 std::string fileStemOf(const std::string& inputName) {
@@ -108,8 +121,11 @@ std::string fileStemOf(const std::string& inputName) {
 std::vector<Batch> loadCalibrationData(const Network& network, const std::string& folder, int64_t maxBatches,
                                        const std::string& what) {
   std::error_code ec;
+  if (fs::path(folder).extension() == ".npy" && fs::is_regular_file(folder, ec))
+    return batchesOfFile(network, folder, maxBatches, what);
   if (!fs::is_directory(folder, ec))
-    fail(what, "'" + folder + "' is not a folder (give a folder of .npy files named by input)");
+    fail(what, "'" + folder + "' is not a folder (give a folder of .npy files named by input, or one .npy file "
+               "for a model with one input)");
   std::set<std::string> present;
   for (const auto& entry : fs::directory_iterator(folder, ec))
     if (entry.path().extension() == ".npy") present.insert(entry.path().filename().string());

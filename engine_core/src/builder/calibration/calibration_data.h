@@ -17,7 +17,8 @@ using Batch = std::map<std::string, HostTensor>;
 // become '_'.
 std::string fileStemOf(const std::string& inputName);
 
-// The batches in `folder` for `network`'s runtime inputs, at most `maxBatches` (0: all). Throws one
+// The batches in `folder` for `network`'s runtime inputs, at most `maxBatches` (0: all); `folder`
+// may also be one .npy file for a model with one input. Throws one
 // kiln::Error(kInvalidArgument) naming the file and what is wrong: a missing input, files numbered
 // with gaps, a file that names no input, a dtype or shape the input does not take, a non-finite
 // value, inputs with different batch counts.
