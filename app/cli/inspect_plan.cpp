@@ -79,7 +79,7 @@ void inspectPlan(const std::string& path, bool json) {
     }
     std::cout << "\n";
     if (!l.fallback.empty()) std::cout << "      fallback to " << l.backend << ": " << l.fallback << "\n";
-    if (!l.precisionReason.empty()) std::cout << "      not int8: " << l.precisionReason << "\n";
+    if (!l.precisionReason.empty()) std::cout << "      not quantized: " << l.precisionReason << "\n";
     if (!l.dataDependent.empty()) std::cout << "      synchronises: " << l.dataDependent << "\n";
     inserted += l.role != "compute";
     fallbacks += !l.fallback.empty();

@@ -13,7 +13,7 @@ namespace kiln::cli {
 
 struct PrecisionOptions {
   std::string backend = "cpu";
-  bool fp16 = false, bf16 = false, int8 = false;
+  bool fp16 = false, bf16 = false, int8 = false, fp8 = false, fp4 = false;
   std::string calibData, calibrator = "entropy", calibCache;
   double calibPercentile = 99.99;
   int64_t calibBatches = 0;
