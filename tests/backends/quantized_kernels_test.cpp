@@ -83,33 +83,8 @@ TEST(QuantizedConvKernel, MatchesTheFloatConvolutionOfTheDequantizedOperands) {
   const std::vector<float> wScales = {0.011f, 0.02f, 0.007f, 0.016f, 0.03f, 0.009f};
   const HostTensor x = test::randomFloats({2, 4, 9, 7}, 11, -1.5f, 1.8f);
   const HostTensor w = randomInt8({6, 2, 3, 3}, 12);
-  const HostTensor bias = test::randomFloats({6}, 13);
-  const HostTensor residual = test::randomFloats({2, 6, 5, 3}, 14);
-  auto attributes = [](Layer& l) {
-    l.attributes[fused::kBase] = std::string("Conv");
-    l.attributes["group"] = int64_t(2);
-    l.attributes["pads"] = std::vector<int64_t>{1, 0, 1, 1};
-    l.attributes["strides"] = std::vector<int64_t>{2, 2};
-    l.attributes[fused::kActivation] = std::string("LeakyRelu");
-    l.attributes[fused::kActivationAlpha] = 0.1f;
-  };
-  Network q;
-  q.addConstant("w", w);
-  q.addConstant("b", bias);
-  q.addConstant("xs", HostTensor::scalar<float>(xScale));
-  q.addConstant("ws", HostTensor::fromVector<float>({6}, wScales));
-  Layer conv = oneLayer(quantized::kQuantizedConv, {"x", "w", "b", "z", "xs", "ws"});
-  attributes(conv);
-  q.addLayer(conv);
-  const HostTensor actual = runOne(q, {{"x", x}, {"z", residual}});
-
-  Network f;
-  f.addConstant("w", dequantizedWeights(w, wScales, 2 * 3 * 3));
-  f.addConstant("b", bias);
-  Layer reference = oneLayer(fused::kFusedConv, {"x", "w", "b", "z"});
-  attributes(reference);
-  f.addLayer(reference);
-  expectClose(actual, runOne(f, {{"x", dequantized(x, xScale)}, {"z", residual}}));
+  test::expectQuantizedConvMatches(nullptr, x, w, xScale, wScales, dequantized(x, xScale),
+                                   dequantizedWeights(w, wScales, 2 * 3 * 3));
 }
 
 // Batched A [2, 3, 5] by int8 B [5, 4] with per-column scales, a bias and a residual; and by a

@@ -107,35 +107,9 @@ TEST(Fp8ConvKernel, MatchesTheFloatConvolutionOfTheFp8Operands) {
   const float xScale = 0.004f;
   const std::vector<float> wScales = {0.002f, 0.003f, 0.001f, 0.004f, 0.0025f, 0.0015f};
   const HostTensor x = test::randomFloats({2, 4, 9, 7}, 11, -1.5f, 1.8f);
-  const HostTensor wFloat = test::randomFloats({6, 2, 3, 3}, 12, -0.5f, 0.5f);
-  const HostTensor w = fp8Codes(wFloat, wScales, 2 * 3 * 3);
-  const HostTensor bias = test::randomFloats({6}, 13);
-  const HostTensor residual = test::randomFloats({2, 6, 5, 3}, 14);
-  auto attributes = [](Layer& l) {
-    l.attributes[fused::kBase] = std::string("Conv");
-    l.attributes["group"] = int64_t(2);
-    l.attributes["pads"] = std::vector<int64_t>{1, 0, 1, 1};
-    l.attributes["strides"] = std::vector<int64_t>{2, 2};
-    l.attributes[fused::kActivation] = std::string("LeakyRelu");
-    l.attributes[fused::kActivationAlpha] = 0.1f;
-  };
-  Network q;
-  q.addConstant("w", w);
-  q.addConstant("b", bias);
-  q.addConstant("xs", HostTensor::scalar<float>(xScale));
-  q.addConstant("ws", HostTensor::fromVector<float>({6}, wScales));
-  Layer conv = oneLayer(quantized::kQuantizedConv, {"x", "w", "b", "z", "xs", "ws"}, "fp8");
-  attributes(conv);
-  q.addLayer(conv);
-  const HostTensor actual = runOne(q, {{"x", x}, {"z", residual}});
-
-  Network f;
-  f.addConstant("w", fp8Decoded(w, wScales, 2 * 3 * 3));
-  f.addConstant("b", bias);
-  Layer reference = oneLayer(fused::kFusedConv, {"x", "w", "b", "z"});
-  attributes(reference);
-  f.addLayer(reference);
-  expectClose(actual, runOne(f, {{"x", fp8Dequantized(x, xScale)}, {"z", residual}}));
+  const HostTensor w = fp8Codes(test::randomFloats({6, 2, 3, 3}, 12, -0.5f, 0.5f), wScales, 2 * 3 * 3);
+  test::expectQuantizedConvMatches("fp8", x, w, xScale, wScales, fp8Dequantized(x, xScale),
+                                   fp8Decoded(w, wScales, 2 * 3 * 3));
 }
 
 // fp4: X blocked along each group's 16 input channels at every pixel (here 20 channels a group:

@@ -2,6 +2,7 @@
 
 #include <kiln/reference_executor.h>
 
+#include "common/test_models.h"
 #include "ops/quantized.h"
 
 #include <gtest/gtest.h>
@@ -43,6 +44,37 @@ void expectClose(const HostTensor& actual, const HostTensor& expected) {
     scale = std::max(scale, double(std::fabs(expected.data<float>()[i])));
   }
   EXPECT_LE(worst, 1e-5 * (1 + scale));
+}
+
+void expectQuantizedConvMatches(const char* precision, const HostTensor& x, const HostTensor& w, float xScale,
+                                const std::vector<float>& wScales, const HostTensor& xSeen, const HostTensor& wSeen) {
+  const HostTensor bias = randomFloats({6}, 13);
+  const HostTensor residual = randomFloats({2, 6, 5, 3}, 14);
+  auto attributes = [](Layer& l) {
+    l.attributes[fused::kBase] = std::string("Conv");
+    l.attributes["group"] = int64_t(2);
+    l.attributes["pads"] = std::vector<int64_t>{1, 0, 1, 1};
+    l.attributes["strides"] = std::vector<int64_t>{2, 2};
+    l.attributes[fused::kActivation] = std::string("LeakyRelu");
+    l.attributes[fused::kActivationAlpha] = 0.1f;
+  };
+  Network q;
+  q.addConstant("w", w);
+  q.addConstant("b", bias);
+  q.addConstant("xs", HostTensor::scalar<float>(xScale));
+  q.addConstant("ws", HostTensor::fromVector<float>({int64_t(wScales.size())}, wScales));
+  Layer conv = oneLayer(quantized::kQuantizedConv, {"x", "w", "b", "z", "xs", "ws"}, precision);
+  attributes(conv);
+  q.addLayer(conv);
+  const HostTensor actual = runOne(q, {{"x", x}, {"z", residual}});
+
+  Network f;
+  f.addConstant("w", wSeen);
+  f.addConstant("b", bias);
+  Layer reference = oneLayer(fused::kFusedConv, {"x", "w", "b", "z"});
+  attributes(reference);
+  f.addLayer(reference);
+  expectClose(actual, runOne(f, {{"x", xSeen}, {"z", residual}}));
 }
 
 }  // namespace kiln::test

@@ -20,4 +20,11 @@ Layer oneLayer(const std::string& op, std::vector<std::string> inputs, const cha
 // Every element within 1e-5 * (1 + the largest |expected|): float sums in another order.
 void expectClose(const HostTensor& actual, const HostTensor& expected);
 
+// A kiln.QuantizedConv of `precision` (nullptr: int8) over x [2, 4, 9, 7] with weights `w` [6, 2,
+// 3, 3] of that precision's type, scales `xScale` and `wScales` (6), a random bias and residual,
+// group 2, odd pads, stride 2 and LeakyRelu, against kiln.FusedConv on `xSeen` and `wSeen`: what
+// the quantized layer should see of X and W, as floats.
+void expectQuantizedConvMatches(const char* precision, const HostTensor& x, const HostTensor& w, float xScale,
+                                const std::vector<float>& wScales, const HostTensor& xSeen, const HostTensor& wSeen);
+
 }  // namespace kiln::test
