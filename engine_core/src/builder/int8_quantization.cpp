@@ -122,7 +122,7 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
   if (std::any_of(survey.candidates.begin(), survey.candidates.end(),
                   [](const Int8Candidate& c) { return c.precision == Precision::kFP4; }))
     report.warnings.push_back("fp4 (NVFP4) runs on Blackwell GPUs only: Kiln emulates it on the CPU, exactly, so "
-                              "that its accuracy can be judged here; it is no faster than fp32");
+                              "that its accuracy can be judged here (slower than fp32)");
   if (!survey.candidates.empty()) {
     report.calibration = calibration::activationScales(model, network, survey.activations(), config, progress);
     PassContext context;
