@@ -25,7 +25,7 @@ struct BuildOptions {
   std::string modelPath, planPath, reportPath, timingCache, workspace = "1G";
   std::string tacticSources, tacticLock;
   PrecisionOptions precision;
-  bool fp8 = false, noTf32 = false, stronglyTyped = false;
+  bool noTf32 = false, stronglyTyped = false;
   bool strictDevice = false, verbose = false;
   bool int4Weights = false;
   int64_t int4GroupSize = 128;
@@ -150,7 +150,6 @@ void runBuild(const BuildOptions& o) {
   BuilderConfig config;
   applyPrecisionOptions(o.precision, config);
   config.strictDevice = o.strictDevice;
-  config.allowFP8 = o.fp8;
   config.allowTF32 = !o.noTf32;
   config.strongTyping = o.stronglyTyped;
   if (o.int4GroupSizeGiven && !o.int4Weights)
@@ -198,11 +197,12 @@ void runBuild(const BuildOptions& o) {
   std::cout << "  activations: " << r.peakActivationBytes << " bytes peak (" << r.naiveActivationBytes
             << " without sharing), weights: " << r.weightBytes << " bytes\n";
   std::map<std::string, int> inserted, fallbacks;
-  int int8Layers = 0, keptFloat = 0, int4Layers = 0, int4KeptFloat = 0;
+  std::map<std::string, int> quantizedLayers;  // by precision
+  int keptFloat = 0, int4Layers = 0, int4KeptFloat = 0;
   for (const auto& l : r.layers) {
     if (l.role != "compute") ++inserted[l.role];
     if (!l.fallback.empty()) ++fallbacks[l.backend];
-    int8Layers += l.precision == "int8";
+    if (l.precision == "int8" || l.precision == "fp8" || l.precision == "fp4") ++quantizedLayers[l.precision];
     int4Layers += l.type == "kiln.WeightOnlyMatMul";
     keptFloat += !l.precisionReason.empty();
     int4KeptFloat += l.precisionReason.find("not int4") != std::string::npos;
@@ -216,8 +216,13 @@ void runBuild(const BuildOptions& o) {
                                                              ? std::string()
                                                              : ", cache written to " + r.calibration.cachePath))
               << "\n";
-  if (o.precision.int8)
-    std::cout << "  int8: " << int8Layers << " layer(s); " << keptFloat
+  std::string quantized;  // "int8: 10 layer(s)", for each quantized precision asked
+  for (const auto& [asked, name] : {std::pair{o.precision.int8, "int8"}, std::pair{o.precision.fp8, "fp8"},
+                                    std::pair{o.precision.fp4, "fp4"}})
+    if (asked) quantized += (quantized.empty() ? "" : ", ") + std::string(name) + ": " +
+                            std::to_string(quantizedLayers[name]) + " layer(s)";
+  if (!quantized.empty())
+    std::cout << "  " << quantized << "; " << keptFloat
               << " Conv/MatMul/Gemm layer(s) stay float (kiln inspect shows why)\n";
   if (o.int4Weights || int4Layers > 0)
     std::cout << "  int4 weights: " << int4Layers << " layer(s)"
@@ -243,7 +248,6 @@ Command addBuildCommand(CLI::App& app) {
   sub->add_option("MODEL", o->modelPath, "ONNX model file (.onnx)")->required();
   sub->add_option("--save", o->planPath, "Where to write the plan (written atomically)")->required();
   addPrecisionOptions(sub, o->precision);
-  sub->add_flag("--fp8", o->fp8, "Allow fp8 layers (the CPU backend has none: a warning names the layers)");
   sub->add_flag("--no-tf32", o->noTf32, "Disallow TF32 for fp32 matrix work (CUDA)");
   sub->add_flag("--strongly-typed", o->stronglyTyped, "Keep the model's own types (no precision search)");
   sub->add_flag("--int4-weights", o->int4Weights,

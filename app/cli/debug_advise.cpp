@@ -1,4 +1,4 @@
-// kiln debug advise MODEL --int8 ...: a quantization advisor. Per layer the reduced build runs
+// kiln debug advise MODEL --int8|--fp8|--fp4 ...: a quantization advisor. Per layer the reduced build runs
 // below the kept precision: the error when only it is reduced and the time reducing it saves
 // (per-layer profiles), as a table sorted by error, a Pareto plot (SVG), CSV and JSON, and the
 // suggested set to keep as one constraints file for `kiln build --layer-precision-file`.

@@ -1,4 +1,4 @@
-// kiln debug precision MODEL --int8|--fp16|--bf16 ...: Polygraphy's `debug precision`, automated.
+// kiln debug precision MODEL --int8|--fp8|--fp4|--fp16|--bf16 ...: Polygraphy's `debug precision`, automated.
 // Builds the model at the reduced precision with layers held back (per-layer precision
 // constraints), scores each engine against the FP32 reference, bisects over the layers in
 // topological order and refines greedily, prints every trial, and writes the layers to hold back

@@ -39,8 +39,8 @@ AccuracyCriterion criterionOf(const DebugOptions& o) {
   return c;
 }
 
-// The precision layers are held back in: --keep-precision, else the float precision an INT8 build
-// also allows, else fp32.
+// The precision layers are held back in: --keep-precision, else the float precision an INT8 / FP8 /
+// FP4 build also allows, else fp32.
 Precision keepPrecisionOf(const DebugOptions& o) {
   if (!o.keepPrecision.empty()) {
     const auto p = parsePrecision(o.keepPrecision);
@@ -48,8 +48,9 @@ Precision keepPrecisionOf(const DebugOptions& o) {
       usage("--keep-precision '" + o.keepPrecision + "' must be fp32, fp16 or bf16");
     return *p;
   }
-  if (o.precision.int8 && o.precision.fp16) return Precision::kFP16;
-  if (o.precision.int8 && o.precision.bf16) return Precision::kBF16;
+  const bool quantized = o.precision.int8 || o.precision.fp8 || o.precision.fp4;
+  if (quantized && o.precision.fp16) return Precision::kFP16;
+  if (quantized && o.precision.bf16) return Precision::kBF16;
   return Precision::kFP32;
 }
 
@@ -101,7 +102,8 @@ void addDebugOptions(CLI::App* sub, DebugOptions& o) {
   sub->add_option("MODEL", o.modelPath, "ONNX model file (.onnx)")->required();
   addPrecisionOptions(sub, o.precision);
   sub->add_option("--keep-precision", o.keepPrecision,
-                  "What held-back layers run in: fp32 (default), fp16 or bf16 (default for --int8 with --fp16 / --bf16)");
+                  "What held-back layers run in: fp32 (default), fp16 or bf16 (default for --int8 / --fp8 / --fp4 with "
+                  "--fp16 / --bf16)");
   sub->add_option("--input", o.inputs.inputFiles, "NAME=FILE (.npy or .pb), repeatable; others are random")
       ->allow_extra_args(false);
   sub->add_option("--shapes", o.inputs.shapes, "NAME:1x3x224x224,...: shapes of random inputs")->allow_extra_args(false);
@@ -129,8 +131,9 @@ DebugSession prepareDebugSession(const DebugOptions& o) {
   DebugSession session;
   PrecisionDebugOptions& options = session.options;
   applyPrecisionOptions(o.precision, options.config);
-  if (!o.precision.int8 && !o.precision.fp16 && !o.precision.bf16)
-    usage("give the reduced precision to debug: --int8 (with --calib-data or --calib-cache), --fp16 or --bf16");
+  if (!o.precision.int8 && !o.precision.fp8 && !o.precision.fp4 && !o.precision.fp16 && !o.precision.bf16)
+    usage("give the reduced precision to debug: --int8, --fp8 or --fp4 (with --calib-data or --calib-cache), --fp16 "
+          "or --bf16");
   options.config.allowTF32 = false;  // FP32 layers stay FP32: the trials differ only in what they hold back
   options.criterion = criterionOf(o);
   options.keepPrecision = keepPrecisionOf(o);

@@ -80,8 +80,8 @@ void inspectPlan(const std::string& path, bool json) {
     std::cout << "\n";
     if (!l.fallback.empty()) std::cout << "      fallback to " << l.backend << ": " << l.fallback << "\n";
     if (!l.precisionReason.empty())  // the int4 step's reasons say "not int4: ..." themselves
-      std::cout << "      " << (l.precisionReason.rfind("not int4", 0) == 0 ? "" : "not int8: ") << l.precisionReason
-                << "\n";
+      std::cout << "      " << (l.precisionReason.rfind("not int4", 0) == 0 ? "" : "not quantized: ")
+                << l.precisionReason << "\n";
     if (!l.dataDependent.empty()) std::cout << "      synchronises: " << l.dataDependent << "\n";
     inserted += l.role != "compute";
     fallbacks += !l.fallback.empty();

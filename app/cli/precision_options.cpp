@@ -33,10 +33,11 @@ std::vector<float> channelValues(const std::string& text, const char* option, bo
   return values;
 }
 
-// --calib-* options: where an --int8 build's activation scales come from.
+// --calib-* options: where an --int8 / --fp8 / --fp4 build's activation scales come from.
 CalibrationConfig calibrationOptions(const PrecisionOptions& o) {
   const bool given = !o.calibData.empty() || !o.calibCache.empty();
-  if (given && !o.int8) throw Error(ErrorCode::kInvalidArgument, "--calib-data and --calib-cache need --int8");
+  if (given && !o.int8 && !o.fp8 && !o.fp4)
+    throw Error(ErrorCode::kInvalidArgument, "--calib-data and --calib-cache need --int8, --fp8 or --fp4");
   const auto calibrator = parseCalibratorKind(o.calibrator);
   if (!calibrator)
     throw Error(ErrorCode::kInvalidArgument,
@@ -62,6 +63,12 @@ void addPrecisionOptions(CLI::App* sub, PrecisionOptions& o) {
   sub->add_flag("--bf16", o.bf16, "Allow bfloat16 layers");
   sub->add_flag("--int8", o.int8,
                 "Quantize Conv/MatMul/Gemm layers to int8 (post-training: scales from --calib-data or --calib-cache)");
+  sub->add_flag("--fp8", o.fp8,
+                "Quantize Conv/MatMul/Gemm layers to fp8 e4m3 (scales from --calib-data or --calib-cache: "
+                "threshold / 448; the CPU emulates fp8 exactly)");
+  sub->add_flag("--fp4", o.fp4,
+                "Quantize Conv/MatMul/Gemm layers to fp4 (NVFP4: e2m1 with an e4m3 scale per 16 along K). FP4 runs "
+                "on Blackwell GPUs only; the CPU backend emulates it so its accuracy can be judged");
   sub->add_option("--calib-data", o.calibData,
                   "Folder of .npy calibration batches: NAME.npy or NAME.0.npy, NAME.1.npy, ... per input NAME "
                   "(characters other than letters, digits, . - _ become _); dim 0 of a file is the batch, and a "
@@ -107,6 +114,8 @@ void applyPrecisionOptions(const PrecisionOptions& o, BuilderConfig& config) {
   config.allowFP16 = o.fp16;
   config.allowBF16 = o.bf16;
   config.allowINT8 = o.int8;
+  config.allowFP8 = o.fp8;
+  config.allowFP4 = o.fp4;
   config.calibration = calibrationOptions(o);
   if (o.optLevel < 0 || o.optLevel > 5)
     throw Error(ErrorCode::kInvalidArgument, "--opt-level " + std::to_string(o.optLevel) + " is outside 0-5");

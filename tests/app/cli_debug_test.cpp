@@ -94,6 +94,25 @@ TEST_F(CliDebug, AdviseRanksTheOutlierReaderWorstAndWritesTablePlotCsvJsonAndCon
       << built.out;
 }
 
+// fp8 and fp4 are debugged as int8 is: the same calibration options, the same bisect over the
+// layers the build quantized, a constraints file that fixes the build.
+TEST_F(CliDebug, PrecisionDebugsFp8AndFp4Builds) {
+  const std::string model = save("outlier.onnx", kiln::test::int8OutlierModel());
+  for (const char* flag : {"--fp8", "--fp4"}) {
+    SCOPED_TRACE(flag);
+    auto r = kiln({"debug", "precision", model, flag, "--calib-data", calibration(), "--calibrator", "minmax",
+                   "--data", heldOut(), "--metric", "cosine", "--threshold", "0.99999", "--write-constraints",
+                   path("out/keep.txt")});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("held-back layers in fp32"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("FAIL    nothing held back"), std::string::npos) << "quantized, so not this close: " << r.out;
+    const auto built = kiln({"build", model, flag, "--calib-data", calibration(), "--calibrator", "minmax", "--save",
+                             path("fixed.plan"), "--layer-precision-file", path("out/keep.txt")});
+    ASSERT_EQ(built.exitCode, 0) << built.err;
+    EXPECT_NE(built.out.find("layer precision constraint(s) held"), std::string::npos) << built.out;
+  }
+}
+
 TEST_F(CliDebug, AModelThatFailsEvenInFp32IsOneErrorAndNoFiles) {
   const std::string model = save("random.onnx", kiln::test::unseededRandomModel());
   const std::vector<std::string> fragments = {"even with all",

@@ -134,9 +134,37 @@ TEST_F(CliInt8, AQdqModelBuildsWithoutCalibrationAndInspectListsItsPairs) {
             std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("QuantizeLinear   p1_QuantizeLinear  dropped: "), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("not int8: --layer-precision asks for fp32"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not quantized: --layer-precision asks for fp32"), std::string::npos) << text.out;
 
   auto json = kiln({"inspect", path("out/q.plan"), "--json"});
   ASSERT_EQ(json.exitCode, 0) << json.err;
   EXPECT_EQ(nlohmann::json::parse(json.out)["qdq"].size(), 16u);
+}
+
+// --fp8 and --fp4 take the same calibration options; --fp4 says where FP4 runs; each layer takes
+// the narrowest precision asked for unless --layer-precision names another; --calib-data without
+// any quantized precision is a usage error.
+TEST_F(CliInt8, Fp8AndFp4BuildsCalibrateAlikeAndFp4SaysWhereItRuns) {
+  const std::string data = calibration(2);
+  auto fp8 = kiln({"build", kSample, "--save", path("out/f8.plan"), "--profile", kProfile, "--fp8", "--calib-data", data,
+                   "--calib-cache", path("f.cache")});
+  ASSERT_EQ(fp8.exitCode, 0) << fp8.err;
+  EXPECT_NE(fp8.out.find("fp8: 10 layer(s); 0 Conv/MatMul/Gemm layer(s) stay float"), std::string::npos) << fp8.out;
+  EXPECT_EQ(fp8.err.find("Blackwell"), std::string::npos);
+  auto inspect = kiln({"inspect", path("out/f8.plan")});
+  EXPECT_NE(inspect.out.find("kiln.QuantizedConv   fp8"), std::string::npos) << inspect.out;
+
+  auto fp4 = kiln({"build", kSample, "--save", path("out/f4.plan"), "--profile", kProfile, "--fp4", "--fp8",
+                   "--calib-cache", path("f.cache")});
+  ASSERT_EQ(fp4.exitCode, 0) << fp4.err;
+  EXPECT_NE(fp4.err.find("fp4 (NVFP4) runs on Blackwell GPUs only"), std::string::npos) << fp4.err;
+  EXPECT_NE(fp4.out.find("fp8: 0 layer(s), fp4: 10 layer(s)"), std::string::npos) << fp4.out;
+  auto compare = kiln({"compare", kSample, path("out/f4.plan"), "--shapes", "image:2x3x64x64", "--atol", "1e-6",
+                       "--rtol", "1e-5"});
+  EXPECT_NE(compare.exitCode, 0) << "fp4 is really quantized: " << compare.out;
+
+  auto usage = kiln({"build", kSample, "--save", path("out/u.plan"), "--calib-data", data});
+  EXPECT_NE(usage.exitCode, 0);
+  EXPECT_NE(usage.err.find("need --int8, --fp8 or --fp4"), std::string::npos) << usage.err;
+  EXPECT_FALSE(fs::exists(path("out/u.plan")));
 }

@@ -5,6 +5,7 @@
 #include <kiln/error.h>
 #include <kiln/reference_executor.h>
 
+#include "backends/support/quantized_layer_checks.h"
 #include "common/test_models.h"
 #include "ops/quantized.h"
 
@@ -15,6 +16,9 @@
 #include <random>
 
 using namespace kiln;
+using kiln::test::expectClose;
+using kiln::test::oneLayer;
+using kiln::test::runOne;
 
 namespace {
 
@@ -46,42 +50,10 @@ HostTensor dequantizedWeights(const HostTensor& q, const std::vector<float>& sca
   return out;
 }
 
-HostTensor runOne(Network& network, const std::map<std::string, HostTensor>& inputs) {
-  ValueMap feeds;
-  for (const auto& [name, t] : inputs) {
-    network.addInput(name, t.dtype(), Shape::fromDims(t.dims()));
-    feeds[name] = t;
-  }
-  network.markOutput("y");
-  network.inferShapes();
-  return ReferenceExecutor(std::make_shared<Network>(network)).run(feeds).at("y").tensor;
-}
-
-Layer layer(const std::string& op, std::vector<std::string> inputs) {
-  Layer l;
-  l.name = "layer";
-  l.domain = op.rfind("Quantized", 0) == 0 || op.rfind("Fused", 0) == 0 ? fused::kDomain : "";
-  l.opType = op;
-  l.opsetVersion = 17;
-  l.inputs = std::move(inputs);
-  l.outputs = {"y"};
-  return l;
-}
-
 void expectNear(const HostTensor& actual, const std::vector<float>& expected) {
   ASSERT_EQ(actual.elementCount(), int64_t(expected.size()));
   for (size_t i = 0; i < expected.size(); ++i)
     EXPECT_NEAR(actual.data<float>()[i], expected[i], 1e-5 * (1 + std::fabs(expected[i]))) << "element " << i;
-}
-
-void expectClose(const HostTensor& actual, const HostTensor& expected) {
-  ASSERT_EQ(actual.dims(), expected.dims());
-  double worst = 0, scale = 0;
-  for (int64_t i = 0; i < expected.elementCount(); ++i) {
-    worst = std::max(worst, double(std::fabs(actual.data<float>()[i] - expected.data<float>()[i])));
-    scale = std::max(scale, double(std::fabs(expected.data<float>()[i])));
-  }
-  EXPECT_LE(worst, 1e-5 * (1 + scale));
 }
 
 }  // namespace
@@ -94,7 +66,7 @@ TEST(QuantizedConvKernel, RoundsHalfToEvenSaturatesAndDequantizesPerChannel) {
   network.addConstant("b", HostTensor::fromVector<float>({2}, {0.5f, -1.0f}));
   network.addConstant("xs", HostTensor::scalar<float>(0.5f));
   network.addConstant("ws", HostTensor::fromVector<float>({2}, {0.1f, 0.2f}));
-  Layer conv = layer(quantized::kQuantizedConv, {"x", "w", "b", "", "xs", "ws"});
+  Layer conv = oneLayer(quantized::kQuantizedConv, {"x", "w", "b", "", "xs", "ws"});
   conv.attributes[fused::kBase] = std::string("Conv");
   network.addLayer(conv);
   const HostTensor x = HostTensor::fromVector<float>({1, 2, 1, 3}, {1.25f, 1.75f, -100.0f, 70.0f, 0.3f, -0.25f});
@@ -111,33 +83,8 @@ TEST(QuantizedConvKernel, MatchesTheFloatConvolutionOfTheDequantizedOperands) {
   const std::vector<float> wScales = {0.011f, 0.02f, 0.007f, 0.016f, 0.03f, 0.009f};
   const HostTensor x = test::randomFloats({2, 4, 9, 7}, 11, -1.5f, 1.8f);
   const HostTensor w = randomInt8({6, 2, 3, 3}, 12);
-  const HostTensor bias = test::randomFloats({6}, 13);
-  const HostTensor residual = test::randomFloats({2, 6, 5, 3}, 14);
-  auto attributes = [](Layer& l) {
-    l.attributes[fused::kBase] = std::string("Conv");
-    l.attributes["group"] = int64_t(2);
-    l.attributes["pads"] = std::vector<int64_t>{1, 0, 1, 1};
-    l.attributes["strides"] = std::vector<int64_t>{2, 2};
-    l.attributes[fused::kActivation] = std::string("LeakyRelu");
-    l.attributes[fused::kActivationAlpha] = 0.1f;
-  };
-  Network q;
-  q.addConstant("w", w);
-  q.addConstant("b", bias);
-  q.addConstant("xs", HostTensor::scalar<float>(xScale));
-  q.addConstant("ws", HostTensor::fromVector<float>({6}, wScales));
-  Layer conv = layer(quantized::kQuantizedConv, {"x", "w", "b", "z", "xs", "ws"});
-  attributes(conv);
-  q.addLayer(conv);
-  const HostTensor actual = runOne(q, {{"x", x}, {"z", residual}});
-
-  Network f;
-  f.addConstant("w", dequantizedWeights(w, wScales, 2 * 3 * 3));
-  f.addConstant("b", bias);
-  Layer reference = layer(fused::kFusedConv, {"x", "w", "b", "z"});
-  attributes(reference);
-  f.addLayer(reference);
-  expectClose(actual, runOne(f, {{"x", dequantized(x, xScale)}, {"z", residual}}));
+  test::expectQuantizedConvMatches(nullptr, x, w, xScale, wScales, dequantized(x, xScale),
+                                   dequantizedWeights(w, wScales, 2 * 3 * 3));
 }
 
 // Batched A [2, 3, 5] by int8 B [5, 4] with per-column scales, a bias and a residual; and by a
@@ -155,13 +102,13 @@ TEST(QuantizedMatMulKernel, MatchesTheFloatMatMulOfTheDequantizedOperands) {
     q.addConstant("c", bias);
     q.addConstant("as", HostTensor::scalar<float>(aScale));
     q.addConstant("bs", HostTensor::fromVector<float>({4}, columnScales));
-    Layer mm = layer(quantized::kQuantizedMatMul, {"a", "b", "c", "z", "as", "bs"});
+    Layer mm = oneLayer(quantized::kQuantizedMatMul, {"a", "b", "c", "z", "as", "bs"});
     mm.attributes[fused::kActivation] = std::string("Relu");
     q.addLayer(mm);
     Network f;
     f.addConstant("b", dequantizedWeights(b, columnScales, 1));
     f.addConstant("c", bias);
-    Layer reference = layer(fused::kFusedMatMul, {"a", "b", "c", "z"});
+    Layer reference = oneLayer(fused::kFusedMatMul, {"a", "b", "c", "z"});
     reference.attributes[fused::kBase] = std::string("MatMul");
     reference.attributes[fused::kActivation] = std::string("Relu");
     f.addLayer(reference);
@@ -172,9 +119,9 @@ TEST(QuantizedMatMulKernel, MatchesTheFloatMatMulOfTheDequantizedOperands) {
     Network q;
     q.addConstant("as", HostTensor::scalar<float>(aScale));
     q.addConstant("bs", HostTensor::scalar<float>(bScale));
-    q.addLayer(layer(quantized::kQuantizedMatMul, {"a", "b", "", "", "as", "bs"}));
+    q.addLayer(oneLayer(quantized::kQuantizedMatMul, {"a", "b", "", "", "as", "bs"}));
     Network f;
-    f.addLayer(layer("MatMul", {"a", "b"}));
+    f.addLayer(oneLayer("MatMul", {"a", "b"}));
     expectClose(runOne(q, {{"a", a}, {"b", bFloat}}),
                 runOne(f, {{"a", dequantized(a, aScale)}, {"b", dequantized(bFloat, bScale)}}));
   }
@@ -185,7 +132,7 @@ TEST(QuantizedConvKernel, FloatWeightsAreRefusedByInference) {
   network.addConstant("w", test::randomFloats({2, 2, 1, 1}, 1));
   network.addConstant("xs", HostTensor::scalar<float>(0.5f));
   network.addConstant("ws", HostTensor::scalar<float>(0.5f));
-  Layer conv = layer(quantized::kQuantizedConv, {"x", "w", "", "", "xs", "ws"});
+  Layer conv = oneLayer(quantized::kQuantizedConv, {"x", "w", "", "", "xs", "ws"});
   conv.attributes[fused::kBase] = std::string("Conv");
   network.addLayer(conv);
   EXPECT_THROW(runOne(network, {{"x", test::randomFloats({1, 2, 2, 2}, 2)}}), Error);

@@ -11,6 +11,7 @@
 #include <kiln/reference_executor.h>
 #include <kiln/runtime.h>
 
+#include "builder/support/quantized_builds.h"
 #include "common/test_models.h"
 
 #include <gtest/gtest.h>
@@ -26,95 +27,12 @@
 #include <filesystem>
 
 using namespace kiln;
+using namespace kiln::test::quantized_builds;
 using kiln::test::ModelBuilder;
 using namespace kiln::test::onnx_types;
 namespace fs = std::filesystem;
 
 namespace {
-
-// x [N, 3, 11, 13] -> Conv 3x3 + Relu -> Conv 3x3 stride 2 -> Flatten -> Gemm (transB, alpha,
-// beta, C) -> y [N, 5].
-std::shared_ptr<Network> convGemmNetwork(uint32_t weightSeed = 1) {
-  ModelBuilder mb;
-  mb.symbolicInput("x", kFloat, {"N", "3", "11", "13"})
-      .initializer("w1", test::randomFloats({8, 3, 3, 3}, weightSeed))
-      .initializer("b1", test::randomFloats({8}, weightSeed + 1))
-      .initializer("w2", test::randomFloats({6, 8, 3, 3}, weightSeed + 2, -0.4f, 0.4f))
-      .initializer("wg", test::randomFloats({5, 6 * 6 * 7}, weightSeed + 3, -0.2f, 0.2f))
-      .initializer("cg", test::randomFloats({5}, weightSeed + 4))
-      .output("y");
-  auto& c1 = mb.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
-  ModelBuilder::setInts(c1, "pads", {1, 1, 1, 1});
-  mb.node("Relu", {"c1"}, {"r1"}, "relu1");
-  auto& c2 = mb.node("Conv", {"r1", "w2"}, {"c2"}, "conv2");
-  ModelBuilder::setInts(c2, "pads", {1, 1, 1, 1});
-  ModelBuilder::setInts(c2, "strides", {2, 2});
-  mb.node("Flatten", {"c2"}, {"f"}, "flatten");
-  auto& gemm = mb.node("Gemm", {"f", "wg", "cg"}, {"y"}, "gemm");
-  ModelBuilder::setInt(gemm, "transB", 1);
-  ModelBuilder::setFloat(gemm, "alpha", 0.7f);
-  ModelBuilder::setFloat(gemm, "beta", 1.3f);
-  return OnnxImporter().importBytes(mb.bytes());
-}
-
-// Random images with an uneven spread: calibration must not see only one scale.
-HostTensor images(int64_t batch, uint32_t seed) {
-  HostTensor t = test::randomFloats({batch, 3, 11, 13}, seed, -1.0f, 1.0f);
-  for (int64_t i = 0; i < t.elementCount(); i += 7) t.data<float>()[i] *= 2.5f;
-  return t;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / ("kiln_int8_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_ / "calib");
-    for (int k = 0; k < 3; ++k) writeNpyFile(images(3, 100 + k), (path_ / "calib" / ("x." + std::to_string(k) + ".npy")).string());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string calibration() const { return (path_ / "calib").string(); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-BuilderConfig int8Config(const std::string& data, CalibratorKind calibrator = CalibratorKind::kEntropy) {
-  BuilderConfig config;
-  config.allowINT8 = true;
-  config.calibration.dataPath = data;
-  config.calibration.calibrator = calibrator;
-  config.profiles.push_back({{{"x", {{1, 3, 11, 13}, {2, 3, 11, 13}, {4, 3, 11, 13}}}}});
-  return config;
-}
-
-const LayerSummary& layerNamed(const BuildReport& report, const std::string& name) {
-  for (const auto& l : report.layers)
-    if (l.name == name) return l;
-  throw std::runtime_error("no layer " + name);
-}
-
-HostTensor runPlan(const std::vector<uint8_t>& plan, const HostTensor& x) {
-  return Runtime().load(plan)->createExecutionContext()->run({{"x", x}}).at("y");
-}
-
-struct Agreement {
-  double relativeL2 = 0, cosine = 0;
-};
-
-Agreement agreement(const HostTensor& actual, const HostTensor& expected) {
-  double diff = 0, norm = 0, dot = 0, actualNorm = 0;
-  for (int64_t i = 0; i < expected.elementCount(); ++i) {
-    const double a = actual.data<float>()[i], e = expected.data<float>()[i];
-    diff += (a - e) * (a - e);
-    norm += e * e;
-    dot += a * e;
-    actualNorm += a * a;
-  }
-  return {std::sqrt(diff / norm), dot / std::sqrt(norm * actualNorm)};
-}
 
 class RecordingObserver : public BuildObserver {
  public:

@@ -3,10 +3,23 @@
 #include <kiln/onnx_importer.h>
 #include <kiln/reference_executor.h>
 
+#include <kernels/cuda/common/small_floats.h>
+
 #include <algorithm>
 #include <cmath>
 
 namespace kiln::test {
+namespace {
+
+// A float8e4m3fn tensor of `dims` holding `values` (rounded to nearest even, saturated).
+HostTensor float8(std::vector<int64_t> dims, const std::vector<float>& values) {
+  HostTensor t(DataType::kFloat8E4M3, std::move(dims));
+  auto* codes = static_cast<uint8_t*>(t.rawData());
+  for (int64_t i = 0; i < t.elementCount(); ++i) codes[i] = kernels::encodeE4M3(values[size_t(i)]);
+  return t;
+}
+
+}  // namespace
 
 onnx::NodeProto& QdqWriter::add(const std::string& op, std::vector<std::string> inputs, const std::string& output,
                                 const std::string& name) {
@@ -17,11 +30,13 @@ onnx::NodeProto& QdqWriter::add(const std::string& op, std::vector<std::string> 
 std::string QdqWriter::activation(const std::string& tensor, float lo, float hi) {
   lo = std::min(lo, 0.0f);
   hi = std::max(hi, 0.0f);
-  const bool ort = style_ == QdqStyle::kOnnxRuntime;
-  const float scale = ort ? (hi - lo) / 255.0f : std::max(-lo, hi) / 127.0f;
+  const bool ort = style_ == QdqStyle::kOnnxRuntime, fp8 = style_ == QdqStyle::kFloat8;
+  const float scale = ort ? (hi - lo) / 255.0f : std::max(-lo, hi) / (fp8 ? kernels::kE4M3Max : 127.0f);
   const std::string scaleName = tensor + "_scale", zeroName = tensor + "_zero_point";
   mb_.initializer(scaleName, HostTensor::scalar<float>(scale));
-  if (ort)
+  if (fp8)
+    mb_.initializer(zeroName, float8({}, {0.0f}));
+  else if (ort)
     mb_.initializer(zeroName, HostTensor::scalar<uint8_t>(uint8_t(std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f))));
   else
     mb_.initializer(zeroName, HostTensor::scalar<int8_t>(0));
@@ -41,14 +56,23 @@ std::string QdqWriter::weights(const std::string& name, const HostTensor& w, int
   std::vector<float> scales(size_t(channels), 0.0f);
   for (int64_t i = 0; i < w.elementCount(); ++i)
     scales[size_t(channelOf(i))] = std::max(scales[size_t(channelOf(i))], std::fabs(w.data<float>()[i]));
-  for (float& s : scales) s = s > 0 ? s / 127.0f : 1.0f;
-  HostTensor q(DataType::kInt8, w.dims());
-  for (int64_t i = 0; i < w.elementCount(); ++i)
-    q.data<int8_t>()[i] = int8_t(std::clamp(std::nearbyint(w.data<float>()[i] / scales[size_t(channelOf(i))]), -127.0f, 127.0f));
-  mb_.initializer(name + "_quantized", q);
+  const bool fp8 = style_ == QdqStyle::kFloat8;
+  for (float& s : scales) s = s > 0 ? s / (fp8 ? kernels::kE4M3Max : 127.0f) : 1.0f;
   const std::vector<int64_t> scaleDims = perChannel ? std::vector<int64_t>{channels} : std::vector<int64_t>{};
+  if (fp8) {
+    std::vector<float> scaled(size_t(w.elementCount()));
+    for (int64_t i = 0; i < w.elementCount(); ++i) scaled[size_t(i)] = w.data<float>()[i] / scales[size_t(channelOf(i))];
+    mb_.initializer(name + "_quantized", float8(w.dims(), scaled));
+    mb_.initializer(name + "_zero_point", float8(scaleDims, std::vector<float>(scales.size(), 0.0f)));
+  } else {
+    HostTensor q(DataType::kInt8, w.dims());
+    for (int64_t i = 0; i < w.elementCount(); ++i)
+      q.data<int8_t>()[i] =
+          int8_t(std::clamp(std::nearbyint(w.data<float>()[i] / scales[size_t(channelOf(i))]), -127.0f, 127.0f));
+    mb_.initializer(name + "_quantized", q);
+    mb_.initializer(name + "_zero_point", HostTensor::fromVector<int8_t>(scaleDims, std::vector<int8_t>(scales.size(), 0)));
+  }
   mb_.initializer(name + "_scale", HostTensor::fromVector<float>(scaleDims, scales));
-  mb_.initializer(name + "_zero_point", HostTensor::fromVector<int8_t>(scaleDims, std::vector<int8_t>(scales.size(), 0)));
   const std::string dequantized = name + "_dequantized";
   auto& dq = add("DequantizeLinear", {name + "_quantized", name + "_scale", name + "_zero_point"}, dequantized,
                  name + "_DequantizeLinear");
@@ -59,6 +83,10 @@ std::string QdqWriter::weights(const std::string& name, const HostTensor& w, int
 
 std::string QdqWriter::bias(const std::string& name, const HostTensor& b, const std::string& activation,
                             const std::string& weights) {
+  if (style_ == QdqStyle::kFloat8) {
+    mb_.initializer(name, b);
+    return name;
+  }
   const float xScale = activationScales_.at(activation);
   const std::vector<float>& wScales = weightScales_.at(weights);
   std::vector<float> scales;
@@ -127,7 +155,7 @@ ModelBuilder floatCnn() {
 ModelBuilder qdqCnn(QdqStyle style, std::vector<std::string>* qdqNodes) {
   const CnnWeights w;
   auto r = cnnRanges();
-  ModelBuilder mb;
+  ModelBuilder mb(style == QdqStyle::kFloat8 ? 19 : 17);  // float8 Q/DQ came with opset 19
   mb.input("x", kFloat, {2, 3, 10, 10});
   QdqWriter q(mb, style);
   const std::string x = q.activation("x", -1, 1);

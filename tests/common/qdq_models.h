@@ -1,8 +1,9 @@
 #pragma once
 // Q/DQ models as quantization toolkits write them, built in code through the ONNX protobuf API:
 // onnxruntime.quantization's QDQ format (uint8 asymmetric activations, int8 weights per output
-// channel, int32 biases) and TensorRT / pytorch-quantization's (int8 symmetric with zero point 0,
-// per tensor here).
+// channel, int32 biases), TensorRT / pytorch-quantization's (int8 symmetric with zero point 0,
+// per tensor here) and an FP8 export's (opset 19 float8e4m3fn with zero point 0, scale amax / 448,
+// float biases), as TensorRT Model Optimizer writes it.
 #include "common/test_models.h"
 
 #include <map>
@@ -11,7 +12,7 @@
 
 namespace kiln::test {
 
-enum class QdqStyle { kOnnxRuntime, kSymmetricInt8 };
+enum class QdqStyle { kOnnxRuntime, kSymmetricInt8, kFloat8 };
 
 // Adds QuantizeLinear / DequantizeLinear nodes (and their initializers) to the model in `mb`.
 class QdqWriter {
@@ -26,13 +27,16 @@ class QdqWriter {
   }
 
   // tensor -> QuantizeLinear -> DequantizeLinear for values seen in [lo, hi] (ORT: uint8 with the
-  // range's zero point; symmetric: int8, scale max(|lo|, |hi|) / 127). Returns the dequantized
+  // range's zero point; symmetric: int8, scale max(|lo|, |hi|) / 127; fp8: float8e4m3fn, scale
+  // max(|lo|, |hi|) / 448). Returns the dequantized
   // tensor's name; the nodes are named tensor + "_QuantizeLinear" / "_DequantizeLinear".
   std::string activation(const std::string& tensor, float lo, float hi);
-  // Float weights as an int8 initializer -> DequantizeLinear: per channel along `axis` or per
-  // tensor (see perChannelWeights), scale amax / 127. Returns the dequantized name.
+  // Float weights as an int8 (fp8 style: float8e4m3fn) initializer -> DequantizeLinear: per channel
+  // along `axis` or per tensor (see perChannelWeights), scale amax / 127 (/ 448). Returns the
+  // dequantized name.
   std::string weights(const std::string& name, const HostTensor& w, int64_t axis);
-  // A float bias as int32 with scale x_scale * w_scale[c] -> DequantizeLinear.
+  // A float bias as int32 with scale x_scale * w_scale[c] -> DequantizeLinear; the fp8 style keeps
+  // it a float initializer (its name is returned).
   std::string bias(const std::string& name, const HostTensor& b, const std::string& activation,
                    const std::string& weights);
 

@@ -140,3 +140,13 @@ TEST(Plan, ChecksumCannotHideMaliciousMetadata) {
   std::memcpy(bytes.data(), &h, sizeof h);
   expectPlanError(bytes, "outside the weights blob");
 }
+
+// fp4, the newest precision, survives the round trip; a value past it (a corrupt or newer plan's)
+// is refused naming the layer.
+TEST(Plan, Fp4RoundTripsAndUnknownPrecisionsAreNamed) {
+  auto d = sampleDescription();
+  d->layers[0].precision = Precision::kFP4;
+  EXPECT_EQ(readPlan(writePlan(*d))->layers[0].precision, Precision::kFP4);
+  d->layers[0].precision = Precision(int(Precision::kFP4) + 1);
+  expectPlanError(writePlan(*d), "layer 'id' has an unknown precision");
+}

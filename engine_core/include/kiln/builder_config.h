@@ -8,7 +8,9 @@
 
 namespace kiln {
 
-enum class Precision { kFP32, kTF32, kFP16, kBF16, kINT8, kFP8 };
+// kFP8: fp8 e4m3; kFP4: NVFP4 (e2m1 values, an e4m3 scale per 16 along K, an fp32 scale per
+// tensor), Blackwell's, emulated on the CPU. Plans store the value: append new ones at the end.
+enum class Precision { kFP32, kTF32, kFP16, kBF16, kINT8, kFP8, kFP4 };
 const char* toString(Precision precision);
 std::optional<Precision> parsePrecision(const std::string& name);  // "fp32", "fp16", ...
 
@@ -36,7 +38,7 @@ enum class CalibratorKind { kEntropy, kMinMax, kPercentile };
 const char* toString(CalibratorKind calibrator);  // "entropy", "minmax", "percentile"
 std::optional<CalibratorKind> parseCalibratorKind(const std::string& name);
 
-// Where an INT8 build's activation scales come from (used when allowINT8 is set).
+// Where a quantized build's activation scales come from (allowINT8, allowFP8 or allowFP4).
 struct CalibrationConfig {
   // A folder of NumPy .npy files, for each graph input NAME either NAME.npy or NAME.0.npy,
   // NAME.1.npy, ... (characters other than letters, digits, '.', '-' and '_' in NAME become '_').
@@ -64,7 +66,10 @@ struct BuilderConfig {
   bool allowFP16 = false;
   bool allowBF16 = false;
   bool allowINT8 = false;
+  // INT8, FP8 and FP4 quantize Conv / MatMul / Gemm layers with calibrated activation scales
+  // (`calibration`); with more than one, each layer takes the narrowest its backend runs.
   bool allowFP8 = false;
+  bool allowFP4 = false;
   // Keep the model's own types everywhere (no precision search).
   bool strongTyping = false;
   // Layer name -> precision it must run in.

@@ -81,6 +81,7 @@ std::string buildFlags(const BuilderConfig& c) {
   if (c.allowTF32) s += " tf32";
   if (c.allowINT8) s += " int8";
   if (c.allowFP8) s += " fp8";
+  if (c.allowFP4) s += " fp4";
   if (c.strongTyping) s += " strongly-typed";
   if (c.int4Weights) s += " int4-weights:" + std::to_string(c.int4GroupSize);
   return s;
@@ -222,10 +223,10 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   checkLayerConstraintNames(input, *network, config);
   if (isExplicitlyQuantized(input)) {  // the model states its quantization (TensorRT's explicit mode)
     keptFloat.merge(fuseExplicitQuantization(input, *network, config, *engineBackend, report));
-    if (config.allowINT8)
+    if (quantizesLayers(config))
       report.warnings.push_back("the model is explicitly quantized (QuantizeLinear/DequantizeLinear): its own "
-                                "scales are used, INT8 calibration is skipped");
-  } else if (config.allowINT8) {
+                                "scales are used, calibration is skipped");
+  } else if (quantizesLayers(config)) {
     progress.report("calibration", 0.05);
     keptFloat.merge(quantizeForInt8(input, *network, config, *engineBackend,
                                     [&](double fraction, const std::string& detail) {

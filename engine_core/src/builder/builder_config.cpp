@@ -11,13 +11,14 @@ const char* toString(Precision precision) {
     case Precision::kBF16: return "bf16";
     case Precision::kINT8: return "int8";
     case Precision::kFP8: return "fp8";
+    case Precision::kFP4: return "fp4";
   }
   return "fp32";
 }
 
 std::optional<Precision> parsePrecision(const std::string& name) {
   for (Precision p : {Precision::kFP32, Precision::kTF32, Precision::kFP16, Precision::kBF16, Precision::kINT8,
-                      Precision::kFP8})
+                      Precision::kFP8, Precision::kFP4})
     if (name == toString(p)) return p;
   return std::nullopt;
 }

@@ -5,6 +5,8 @@
 #include "../passes/qdq_params.h"
 #include "../passes/quantize_layers.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 std::string nameSome(const std::map<std::string, std::string>& reasons) {
@@ -22,9 +24,19 @@ namespace {
 
 Int8Refusal refusalOf(const Backend& engine) {
   return [&engine](const Layer& quantizedLayer) {
-    SupportVerdict verdict = engine.supports(quantizedLayer, Precision::kINT8);
+    const Precision precision = quantized::precisionOf(quantizedLayer).value_or(Precision::kINT8);
+    SupportVerdict verdict = engine.supports(quantizedLayer, precision);
     return verdict.supported ? std::string() : verdict.why;
   };
+}
+
+// The build's quantized precisions, narrowest first.
+std::vector<Precision> quantizedPrecisions(const BuilderConfig& config) {
+  std::vector<Precision> precisions;
+  if (config.allowFP4) precisions.push_back(Precision::kFP4);
+  if (config.allowFP8) precisions.push_back(Precision::kFP8);
+  if (config.allowINT8) precisions.push_back(Precision::kINT8);
+  return precisions;
 }
 
 // What became of each Q/DQ node of `model`, from the layers of the fused network that name it
@@ -91,15 +103,26 @@ std::map<std::string, std::string> fuseExplicitQuantization(const Network& model
   return outcome.keptFloat;
 }
 
+bool quantizesLayers(const BuilderConfig& config) {
+  if (config.allowINT8 || config.allowFP8 || config.allowFP4) return true;
+  for (const auto& [layer, precision] : config.layerPrecisions)
+    if (quantized::isQuantizedPrecision(precision)) return true;
+  return false;
+}
+
 std::map<std::string, std::string> quantizeForInt8(const Network& model, Network& network, const BuilderConfig& config,
                                                    const Backend& engine,
                                                    const calibration::CalibrationProgress& progress,
                                                    BuildReport& report) {
   if (config.strongTyping) {
-    report.warnings.push_back("a strongly typed build keeps the model's types: int8 is not used");
+    report.warnings.push_back("a strongly typed build keeps the model's types: int8, fp8 and fp4 are not used");
     return {};
   }
-  Int8Survey survey = surveyInt8Layers(network, config.layerPrecisions, refusalOf(engine));
+  Int8Survey survey = surveyInt8Layers(network, quantizedPrecisions(config), config.layerPrecisions, refusalOf(engine));
+  if (std::any_of(survey.candidates.begin(), survey.candidates.end(),
+                  [](const Int8Candidate& c) { return c.precision == Precision::kFP4; }))
+    report.warnings.push_back("fp4 (NVFP4) runs on Blackwell GPUs only: Kiln emulates it on the CPU, exactly, so "
+                              "that its accuracy can be judged here (slower than fp32)");
   if (!survey.candidates.empty()) {
     report.calibration = calibration::activationScales(model, network, survey.activations(), config, progress);
     PassContext context;
@@ -110,7 +133,7 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
   }
   if (!survey.keptFloat.empty())
     report.warnings.push_back(std::to_string(survey.keptFloat.size()) +
-                              " Conv/MatMul/Gemm layer(s) stay in a float precision instead of int8: " +
+                              " Conv/MatMul/Gemm layer(s) stay in a float precision instead of a quantized one: " +
                               nameSome(survey.keptFloat));
   return survey.keptFloat;
 }

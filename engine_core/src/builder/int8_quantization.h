@@ -1,7 +1,8 @@
 #pragma once
-// The INT8 steps of a build, after the graph passes. Implicit (BuilderConfig::allowINT8): the
-// layers the engine's backend can run in int8 get their activation scales (calibration/calibrate.h)
-// and are replaced by quantized layers (passes/quantize_layers.h). Explicit: a model with
+// The INT8 steps of a build, after the graph passes (FP8 and FP4 alike). Implicit
+// (BuilderConfig::allowINT8 / allowFP8 / allowFP4, or a layer held to one of them): the layers the
+// engine's backend can run quantized get their activation scales (calibration/calibrate.h) and are
+// replaced by quantized layers (passes/quantize_layers.h). Explicit: a model with
 // QuantizeLinear / DequantizeLinear nodes (a Q/DQ model) states its own quantization, which is
 // fused into the same quantized layers (passes/fuse_qdq.h) whatever the INT8 flag.
 #include "../backends/backend.h"
@@ -18,6 +19,9 @@ namespace kiln {
 
 // "'a' (why), 'b' (why)" for the first few layers, then how many more: the warnings' lists.
 std::string nameSome(const std::map<std::string, std::string>& reasons);
+
+// Whether the build quantizes by calibration: it allows int8, fp8 or fp4, or holds a layer to one.
+bool quantizesLayers(const BuilderConfig& config);
 
 // Quantizes `network` (the model after the passes; `model` as given, which names the calibration
 // cache). Fills report.calibration, adds the quantization pass to report.passes and a warning

@@ -31,8 +31,8 @@ std::vector<Precision> planPrecisions(const Network& network, const BuilderConfi
   std::map<Precision, std::vector<std::string>> refused;  // precision asked -> layers kept higher
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const Layer& layer = network.layers()[i];
-    if (quantized::isQuantizedLayer(layer)) {  // int8 arithmetic whatever was asked: made so by the builder
-      decisions[i] = Precision::kINT8;
+    if (quantized::isQuantizedLayer(layer)) {  // its element type whatever was asked: made so by the builder
+      decisions[i] = quantized::precisionOf(layer).value_or(Precision::kINT8);  // the schema checked it
       continue;
     }
     if (!hasFloatOutput(network, layer)) continue;  // integer/bool layers keep their types
@@ -40,17 +40,13 @@ std::vector<Precision> planPrecisions(const Network& network, const BuilderConfi
     const bool cpuLayer = cpuEngine || &backend == &cpu;
     Precision p = wanted;
     if (!cpuLayer && config.allowTF32 && p == Precision::kFP32) p = Precision::kTF32;
+    // INT8, FP8 and FP4 are not asked of every layer: the quantization step made the quantized ones
+    // (and reports why the others stay).
     if (auto it = config.layerPrecisions.find(layer.name); it != config.layerPrecisions.end()) p = it->second;
-    else if (!config.strongTyping && config.allowFP8) {
-      // INT8 is not asked of every layer: the quantization step made the int8 ones (and reports why
-      // the others stay).
-      if (backend.supports(layer, Precision::kFP8).supported) p = Precision::kFP8;
-      else refused[Precision::kFP8].push_back(layer.name);
-    }
     if (cpuLayer && p == Precision::kTF32) p = Precision::kFP32;  // the CPU computes fp32 either way
     if (!backend.supports(layer, p).supported) {
       refused[p].push_back(layer.name);
-      p = wanted == Precision::kINT8 || wanted == Precision::kFP8 ? Precision::kFP32 : wanted;
+      p = quantized::isQuantizedPrecision(wanted) ? Precision::kFP32 : wanted;
       if (!backend.supports(layer, p).supported) p = Precision::kFP32;
     }
     decisions[i] = p;

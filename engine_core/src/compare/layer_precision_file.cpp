@@ -24,7 +24,7 @@ std::pair<std::string, Precision> parseLayerPrecision(const std::string& spec, c
   if (!precision || layer.empty())
     throw Error(ErrorCode::kInvalidArgument, where + ": '" + spec +
                                                  "' must look like LAYER:PRECISION, e.g. conv1:fp32 (precisions: "
-                                                 "fp32, tf32, fp16, bf16, int8, fp8)");
+                                                 "fp32, tf32, fp16, bf16, int8, fp8, fp4)");
   return {layer, *precision};
 }
 

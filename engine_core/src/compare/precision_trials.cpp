@@ -17,10 +17,13 @@ int rankOf(const std::string& precision) {
   if (precision == "fp32") return 4;
   if (precision == "tf32") return 3;
   if (precision == "fp16" || precision == "bf16") return 2;
+  if (precision == "fp4") return 0;
   return 1;  // int8, fp8
 }
 
-bool reducesSomething(const BuilderConfig& c) { return c.allowINT8 || c.allowFP16 || c.allowBF16 || c.allowFP8; }
+bool reducesSomething(const BuilderConfig& c) {
+  return c.allowINT8 || c.allowFP16 || c.allowBF16 || c.allowFP8 || c.allowFP4;
+}
 
 // Build progress and cancel passed on to the tool's observer.
 class TrialBuildObserver : public BuildObserver {
@@ -47,7 +50,7 @@ std::string makeTempDir() {
 
 // The same config with every reduced precision switched off: the FP32 reference engine.
 BuilderConfig fp32Config(BuilderConfig config) {
-  config.allowINT8 = config.allowFP16 = config.allowBF16 = config.allowFP8 = config.allowTF32 = false;
+  config.allowINT8 = config.allowFP16 = config.allowBF16 = config.allowFP8 = config.allowFP4 = config.allowTF32 = false;
   config.layerPrecisions.clear();
   config.calibration = {};
   return config;
@@ -69,8 +72,10 @@ PrecisionTrials::PrecisionTrials(const Network& network, const PrecisionDebugOpt
     throw Error(ErrorCode::kInvalidArgument, "the precision tools need at least one set of inputs to compare on");
   if (!reducesSomething(options.config))
     throw Error(ErrorCode::kInvalidArgument,
-                "the build config allows no reduced precision; ask for int8, fp16 or bf16 (--int8, --fp16, --bf16)");
-  if (options.keepPrecision == Precision::kINT8 || options.keepPrecision == Precision::kFP8)
+                "the build config allows no reduced precision; ask for int8, fp8, fp4, fp16 or bf16 (--int8, --fp8, "
+                "--fp4, --fp16, --bf16)");
+  if (options.keepPrecision == Precision::kINT8 || options.keepPrecision == Precision::kFP8 ||
+      options.keepPrecision == Precision::kFP4)
     throw Error(ErrorCode::kInvalidArgument, std::string("layers cannot be held back in ") +
                                                  toString(options.keepPrecision) + "; keep them in fp32, fp16 or bf16");
   if (options.criterion.metric == AccuracyCriterion::Metric::kCosine &&
@@ -81,7 +86,8 @@ PrecisionTrials::PrecisionTrials(const Network& network, const PrecisionDebugOpt
   tempDir_ = makeTempDir();
   BuilderConfig& c = options_.config;
   if (c.timingCachePath.empty()) c.timingCachePath = tempDir_ + "/timing.cache";
-  if (c.allowINT8 && c.calibration.cachePath.empty()) c.calibration.cachePath = tempDir_ + "/calibration.cache";
+  if ((c.allowINT8 || c.allowFP8 || c.allowFP4) && c.calibration.cachePath.empty())
+    c.calibration.cachePath = tempDir_ + "/calibration.cache";
 
   if (observer_) observer_->progress("reference outputs", 0);
   if (options.reference == ReferenceKind::kModel) {

@@ -38,24 +38,43 @@ void checkScaleAndZeroPoint(const InferenceContext& ctx) {
              x[axis].toString() + "; per-axis scales need one value per position of 'axis'");
 }
 
+// The quantized type QuantizeLinear makes: its zero point's, else opset 21's output_dtype (an ONNX
+// TensorProto data type: 2 uint8, 3 int8, 4 uint16, 5 int16, 17 float8e4m3fn), else uint8.
+DataType quantizedOutputType(const InferenceContext& ctx) {
+  if (ctx.hasInput(2)) return ctx.inputType(2);
+  switch (ctx.layer().attrInt("output_dtype", 0)) {
+    case 0:
+    case 2: return DataType::kUInt8;
+    case 3: return DataType::kInt8;
+    case 4: return DataType::kUInt16;
+    case 5: return DataType::kInt16;
+    case 17: return DataType::kFloat8E4M3;
+    default:
+      ctx.fail("output_dtype " + std::to_string(ctx.layer().attrInt("output_dtype", 0)) +
+               " is not supported; use uint8 (2), int8 (3), uint16 (4), int16 (5) or float8e4m3fn (17)");
+  }
+}
+
 void inferQuantizeLinear(InferenceContext& ctx) {
   const DataType in = ctx.inputType(0);
   if (!isScaleType(in) && in != DataType::kInt32)
     ctx.fail("input has type " + std::string(toString(in)) + "; expected float32, float16, bfloat16 or int32");
   checkScaleAndZeroPoint(ctx);
-  const DataType out = ctx.hasInput(2) ? ctx.inputType(2) : DataType::kUInt8;
-  if (!isQuantizedType(out))
+  const DataType out = quantizedOutputType(ctx);
+  if (!isQuantizedType(out) && out != DataType::kFloat8E4M3)
     ctx.fail("quantizing to " + std::string(toString(out)) +
-             " is not supported; use a uint8, int8, uint16 or int16 zero point");
-  if (ctx.layer().attrInt("saturate", 1) == 0)
-    ctx.fail("saturate=0 only applies to float8 outputs, which are not supported");
+             " is not supported; use a uint8, int8, uint16, int16 or float8e4m3fn zero point");
+  if (out == DataType::kFloat8E4M3 && in == DataType::kInt32) ctx.fail("quantizing int32 to float8 is not supported");
+  if (ctx.layer().attrInt("saturate", 1) == 0 && out != DataType::kFloat8E4M3)
+    ctx.fail("saturate=0 only applies to float8 outputs");
   ctx.setOutput(0, out, ctx.inputShape(0));
 }
 
 void inferDequantizeLinear(InferenceContext& ctx) {
   const DataType in = ctx.inputType(0);
-  if (!isQuantizedType(in) && in != DataType::kInt32)
-    ctx.fail("input has type " + std::string(toString(in)) + "; expected uint8, int8, uint16, int16 or int32");
+  if (!isQuantizedType(in) && in != DataType::kInt32 && in != DataType::kFloat8E4M3)
+    ctx.fail("input has type " + std::string(toString(in)) +
+             "; expected uint8, int8, uint16, int16, int32 or float8e4m3fn");
   if (ctx.hasInput(2) && ctx.inputType(2) != in)
     ctx.fail("zero point has type " + std::string(toString(ctx.inputType(2))) + ", expected " +
              std::string(toString(in)) + " like the input");

@@ -70,15 +70,21 @@ std::string readOperand(const Network& network, const GraphIndex& index, const s
   return why.empty() ? "" : "the DequantizeLinear '" + index.layer(*dq).name + "' of " + what + ": " + why;
 }
 
-// The quantized weights minus their zero points as int8, with their scales along `channelAxis` (or
-// one scale); why not when a value leaves int8's range or the scales run along another axis.
+// The quantized weights minus their zero points as int8 (fp8 weights as they are: their zero point
+// is 0), with their scales along `channelAxis` (or one scale); why not when a value leaves int8's
+// range or the scales run along another axis.
 std::string int8WeightsOf(const HostTensor& q, const QdqParams& p, int64_t channelAxis, Int8Weights& out) {
   if (!p.perTensor() && p.axis != channelAxis)
     return "its weights are quantized per channel along axis " + std::to_string(p.axis) +
            ", not along the output channels (axis " + std::to_string(channelAxis) + ")";
+  const int64_t channels = int64_t(p.scales.size());
+  out.scales = HostTensor::fromVector<float>({channels}, p.scales);
+  if (p.type == DataType::kFloat8E4M3) {
+    out.values = q;
+    return "";
+  }
   int64_t inner = 1;
   for (size_t d = size_t(channelAxis) + 1; d < q.rank(); ++d) inner *= q.dim(d);
-  const int64_t channels = int64_t(p.scales.size());
   const std::vector<double> values = q.toDoubleVector();
   HostTensor w(DataType::kInt8, q.dims());
   for (int64_t i = 0; i < q.elementCount(); ++i) {
@@ -89,7 +95,6 @@ std::string int8WeightsOf(const HostTensor& q, const QdqParams& p, int64_t chann
     w.data<int8_t>()[i] = int8_t(v);
   }
   out.values = w;
-  out.scales = HostTensor::fromVector<float>({channels}, p.scales);
   return "";
 }
 
@@ -138,18 +143,23 @@ class FuseQdqPass final : public Pass {
   // Why `layer`, which reads dequantized values, cannot become an int8 layer ("" when `f` is ready).
   std::string match(const Network& network, const GraphIndex& index, const Layer& layer, Fusion& f) {
     f.form = *int8FormOf(layer);
-    if (auto held = options_.layerPrecisions.find(layer.name);
-        held != options_.layerPrecisions.end() && held->second != Precision::kINT8)
-      return std::string("--layer-precision asks for ") + toString(held->second);
     if (f.form == Int8Form::kConvTranspose) return "int8 ConvTranspose has no kernel yet";
     const Tensor* out = layer.outputs.size() == 1 ? network.findTensor(layer.outputs[0]) : nullptr;
     if (!out || out->dtype != DataType::kFloat32) return "its output is not float32";
     if (std::string why = readOperand(network, index, inputOf(layer, 0), "its input", f.x); !why.empty()) return why;
-    if (!f.x.params.perTensor()) return "its input is quantized per channel (int8 layers take one activation scale)";
+    if (auto held = options_.layerPrecisions.find(layer.name);
+        held != options_.layerPrecisions.end() && held->second != f.x.params.precision())
+      return std::string("--layer-precision asks for ") + toString(held->second);
+    if (!f.x.params.perTensor()) return "its input is quantized per channel (quantized layers take one activation scale)";
     if (std::string why = matchWeights(network, index, layer, f); !why.empty()) return why;
+    const Operand& b = f.weights ? *f.weights : *f.activationB;
+    if (b.params.precision() != f.x.params.precision())
+      return "its input is " + std::string(toString(f.x.params.type)) + " but its " + (f.weights ? "weights" : "B") +
+             " " + std::string(toString(b.params.type)) + " (one layer multiplies one kind: int8 or fp8)";
     if (std::string why = matchBias(network, index, layer, f); !why.empty()) return why;
     if (options_.refusal)
-      if (std::string why = options_.refusal(quantizedLayerFor(layer, f.form)); !why.empty()) return why;
+      if (std::string why = options_.refusal(quantizedLayerFor(layer, f.form, f.x.params.precision())); !why.empty())
+        return why;
     matchOutputQuantize(network, index, layer, f);
     return "";
   }
@@ -226,7 +236,10 @@ class FuseQdqPass final : public Pass {
     if (!reader || !isQuantizeLinear(index.layer(*reader))) return;
     const Layer& q = index.layer(*reader);
     std::string why = readQdqParams(network, q, f.y);
-    if (why.empty() && !f.y.perTensor()) why = "per-channel output quantization has no int8 kernel";
+    if (why.empty() && !f.y.perTensor()) why = "per-channel output quantization has no quantized layer kernel";
+    if (why.empty() && f.y.precision() != f.x.params.precision())
+      why = "it quantizes " + describe(layer) + "'s result to " + std::string(toString(f.y.type)) +
+            ", another kind than the layer's " + toString(f.x.params.precision());
     if (!why.empty()) {
       outputWhy_[q.name] = why;
       return;
@@ -236,7 +249,7 @@ class FuseQdqPass final : public Pass {
 
   void fuse(Network& network, const GraphIndex& index, size_t i, const Fusion& f, PassContext& context) {
     const Layer layer = network.layers()[i];
-    Layer q = quantizedLayerFor(layer, f.form);
+    Layer q = quantizedLayerFor(layer, f.form, f.x.params.precision());
     std::vector<size_t> parts = {f.x.dequantize};
     q.inputs.assign(quantized::kMaxInputCount, "");
     q.inputs[0] = index.layer(f.x.dequantize).inputs[0];
@@ -244,7 +257,7 @@ class FuseQdqPass final : public Pass {
     q.inputs[kActivationZeroPointInput] = f.x.params.addZeroPointConstant(network, layer.name + ":x");
     if (f.weights) {
       parts.push_back(f.weights->dequantize);
-      q.inputs[1] = uniqueTensorName(network, layer.name + ":weights:int8");
+      q.inputs[1] = uniqueTensorName(network, layer.name + ":weights:" + toString(f.x.params.precision()));
       network.addConstant(q.inputs[1], f.int8.values);
       q.inputs[kWeightScaleInput] = uniqueTensorName(network, layer.name + ":weights:scale");
       network.addConstant(q.inputs[kWeightScaleInput], f.int8.scales);
@@ -324,12 +337,18 @@ class FuseQdqPass final : public Pass {
   void explainRemaining(const Network& network) {
     const GraphIndex index(network);
     for (const Layer& l : network.layers()) {
-      if (isDequantizeLinear(l)) outcome_.unfused[l.name] = whyDequantizeStays(index, l);
+      if (isDequantizeLinear(l)) outcome_.unfused[l.name] = whyDequantizeStays(network, index, l);
       else if (isQuantizeLinear(l)) outcome_.unfused[l.name] = whyQuantizeStays(network, index, l);
     }
   }
 
-  std::string whyDequantizeStays(const GraphIndex& index, const Layer& dq) const {
+  // "int8" or "fp8": the kind of values a Q/DQ layer quantizes to.
+  static std::string kindOf(const Network& network, const Layer& qdq) {
+    QdqParams p;
+    return readQdqParams(network, qdq, p).empty() ? toString(p.precision()) : "int8";
+  }
+
+  std::string whyDequantizeStays(const Network& network, const GraphIndex& index, const Layer& dq) const {
     std::vector<std::string> reasons;  // its readers' (a reader's own reason names the DequantizeLinear's problem)
     if (index.isGraphOutput(dq.outputs[0])) reasons.push_back("its output is the graph output '" + dq.outputs[0] + "'");
     for (size_t r : index.consumers(dq.outputs[0])) {
@@ -341,7 +360,7 @@ class FuseQdqPass final : public Pass {
       else if (isQuantizeLinear(reader))
         reasons.push_back("QuantizeLinear '" + reader.name + "' requantizes it to another scale or zero point");
       else if (!int8FormOf(reader))
-        reasons.push_back(describe(reader) + " has no int8 kernel");
+        reasons.push_back(describe(reader) + " has no " + kindOf(network, dq) + " kernel");
       else
         reasons.push_back(describe(reader) + " reads it as a float bias or residual");
     }
@@ -352,7 +371,7 @@ class FuseQdqPass final : public Pass {
     if (auto it = outputWhy_.find(q.name); it != outputWhy_.end()) return it->second;
     QdqParams p;
     if (std::string why = readQdqParams(network, q, p); !why.empty()) return why;
-    if (!p.perTensor()) return "per-channel quantization of an activation has no int8 kernel";
+    if (!p.perTensor()) return "per-channel quantization of an activation has no quantized layer kernel";
     const auto producer = index.producer(q.inputs[0]);
     if (!producer) return "it quantizes the graph input '" + q.inputs[0] + "' (no one int8 layer takes it on entry)";
     const Layer& source = index.layer(*producer);

@@ -3,9 +3,9 @@
 // onnxruntime.quantization's QDQ format or pytorch-quantization export them) fused into Kiln's
 // int8 layers with the model's own scales, no calibration. After propagation
 // (qdq_propagation.h), a Conv / MatMul / Gemm (plain or with its fused epilogue) whose input is
-// dequantized and whose weights are a DequantizeLinear of int8 constants becomes
-// kiln.QuantizedConv / kiln.QuantizedMatMul: it reads the 8-bit values with their scale and zero
-// point, takes the weights as int8 (per tensor or per output channel), a bias through
+// dequantized and whose weights are a DequantizeLinear of int8 (or float8e4m3fn: an fp8 layer)
+// constants becomes kiln.QuantizedConv / kiln.QuantizedMatMul: it reads the 8-bit values with their
+// scale and zero point, takes the weights as int8 or fp8 (per tensor or per output channel), a bias through
 // DequantizeLinear dequantized once here, and a QuantizeLinear that alone reads its result as its
 // output quantization; a QuantizeLinear whose 8-bit values only that layer reads is done on its
 // entry. Whatever cannot be fused stays a float QuantizeLinear / DequantizeLinear layer with the

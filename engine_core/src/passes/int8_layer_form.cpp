@@ -25,7 +25,7 @@ std::optional<Int8Form> int8FormOf(const Layer& layer) {
 
 Layer int8BaseOf(const Layer& layer) { return isFused(layer) ? fused::baseLayer(layer) : layer; }
 
-Layer quantizedLayerFor(const Layer& layer, Int8Form form) {
+Layer quantizedLayerFor(const Layer& layer, Int8Form form, Precision precision) {
   Layer q;
   q.name = layer.name;
   q.domain = fused::kDomain;
@@ -42,6 +42,7 @@ Layer quantizedLayerFor(const Layer& layer, Int8Form form) {
                             fused::kResidualBeforeActivation})
       if (auto it = layer.attributes.find(key); it != layer.attributes.end()) q.attributes[key] = it->second;
   }
+  if (precision != Precision::kINT8) q.attributes[quantized::kPrecision] = std::string(toString(precision));
   return q;
 }
 

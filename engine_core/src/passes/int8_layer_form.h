@@ -3,6 +3,7 @@
 // kiln.QuantizedMatMul: which layers have an int8 form (Conv / ConvTranspose / MatMul / Gemm, plain
 // or fused with an epilogue), the quantized layer that replaces one, and a Gemm's B and C in the
 // MatMul form the quantized op takes (B as [K, N], beta * C as a per-column bias).
+#include <kiln/builder_config.h>
 #include <kiln/network.h>
 
 #include <optional>
@@ -17,8 +18,9 @@ enum class Int8Form { kConv, kConvTranspose, kMatMul, kGemm };
 std::optional<Int8Form> int8FormOf(const Layer& layer);
 // The ai.onnx op the layer computes (itself, or a fused layer's base).
 Layer int8BaseOf(const Layer& layer);
-// The quantized layer replacing `layer` (name, outputs, origins, attributes), its inputs still to be made.
-Layer quantizedLayerFor(const Layer& layer, Int8Form form);
+// The quantized layer replacing `layer` (name, outputs, origins, attributes, the precision it
+// computes in: int8, fp8 or fp4), its inputs still to be made.
+Layer quantizedLayerFor(const Layer& layer, Int8Form form, Precision precision = Precision::kINT8);
 
 // [rows, columns] -> [columns, rows], any element type.
 HostTensor transposed(const HostTensor& m);

@@ -36,6 +36,12 @@ bool perTensorParams(const Network& network, const Layer& qdq, QdqParams& params
 
 std::string describe(const Layer& l) { return l.opType + " '" + l.name + "'"; }
 
+// Whether `op` may run on the quantized values of `params`: MaxPool has no fp8 kernel, so fp8
+// values are dequantized before it.
+bool commutesWith(const Layer& op, const QdqParams& params) {
+  return commutesWithQuantization(op) && !(params.type == DataType::kFloat8E4M3 && op.opType == "MaxPool");
+}
+
 // DQ(q) -> op  becomes  op(q) -> DQ: the op runs on the 8-bit values and the DequantizeLinear
 // (a copy of it when others read it too) follows, writing the op's old output.
 bool moveDequantizeForward(Network& network, const GraphIndex& index, PassContext& context) {
@@ -45,7 +51,7 @@ bool moveDequantizeForward(Network& network, const GraphIndex& index, PassContex
     if (!isDequantizeLinear(dq) || !perTensorParams(network, dq, params)) continue;
     for (size_t r : index.consumers(dq.outputs[0])) {
       const Layer op = network.layers()[r];
-      if (!commutesWithQuantization(op) || op.inputs[0] != dq.outputs[0]) continue;
+      if (!commutesWith(op, params) || op.inputs[0] != dq.outputs[0]) continue;
       Layer moved = op;
       moved.inputs[0] = dq.inputs[0];
       if (!context.supports(moved)) continue;
@@ -73,12 +79,12 @@ bool moveQuantizeBackward(Network& network, const GraphIndex& index, PassContext
     const auto o = index.producer(quantize.inputs[0]);
     if (!o || !index.onlyConsumerIs(quantize.inputs[0], q)) continue;
     const Layer op = network.layers()[*o];
-    if (!commutesWithQuantization(op) || op.outputs[0] != quantize.inputs[0]) continue;
+    if (!commutesWith(op, params) || op.outputs[0] != quantize.inputs[0]) continue;
     const std::string& x = op.inputs[0];
     const auto p = index.producer(x);
     if (!p || !index.onlyConsumerIs(x, *o)) continue;
     const Layer& producer = network.layers()[*p];
-    if (!int8FormOf(producer) && !commutesWithQuantization(producer)) continue;
+    if (!int8FormOf(producer) && !commutesWith(producer, params)) continue;
     const Tensor* xTensor = network.findTensor(x);
     if (!xTensor || xTensor->dtype != DataType::kFloat32) continue;
     Layer movedOp = op;
@@ -110,7 +116,7 @@ bool dropRequantizeIdentity(Network& network, const GraphIndex& index, PassConte
         !in.sameAs(out))
       continue;
     const std::string how = "DequantizeLinear '" + dequantize.name + "' -> QuantizeLinear '" + quantize.name +
-                            "' with one scale and zero point: the identity on the int8 values, dropped";
+                            "' with one scale and zero point: the identity on the quantized values, dropped";
     for (const auto& origin : quantize.origins) removed[origin] = how;
     if (index.onlyConsumerIs(quantize.inputs[0], q))
       for (const auto& origin : dequantize.origins) removed[origin] = how;

@@ -1,12 +1,16 @@
-// Implicit INT8: Conv / MatMul / Gemm layers (plain or fused with their epilogue) become
-// kiln.QuantizedConv / kiln.QuantizedMatMul. Their float activations keep flowing between layers
-// and are quantized on entry with the calibrated per-tensor scale; constant weights are quantized
-// here once, per output channel (a Conv's M, a MatMul's or Gemm's column N), with scale = amax / 127.
+// Implicit INT8, FP8 and FP4: Conv / MatMul / Gemm layers (plain or fused with their epilogue)
+// become kiln.QuantizedConv / kiln.QuantizedMatMul. Their float activations keep flowing between
+// layers and are quantized on entry with the calibrated per-tensor scale (threshold / 127 for int8,
+// / 448 for fp8, / (6 * 448) for fp4's tensor scale); constant weights are quantized here once:
+// int8 and fp8 per output channel (a Conv's M, a MatMul's or Gemm's column N) with scale = amax /
+// 127 or amax / 448, fp4 as NVFP4 (one tensor scale amax / (6 * 448), an e4m3 scale per 16 along K).
 // A Gemm becomes a MatMul-form layer: B laid out [K, N], alpha folded into the column scales and
 // beta * C into a per-column bias.
 #include "quantize_layers.h"
 
 #include <kernels/cpu/quant/quantize.h>
+#include <kernels/cpu/quant/small_float_layers.h>
+#include <kernels/cuda/common/small_floats.h>
 
 #include "../ops/quantized.h"
 #include "graph_utils.h"
@@ -35,14 +39,15 @@ DataType declaredType(const Network& network, const std::string& name) {
   return t ? t->dtype : DataType::kUndefined;
 }
 
-// Why `layer` cannot become an int8 layer of `form` ("" when it can); fills its activations.
-std::string problemWith(const Network& network, const Layer& layer, Form form, std::vector<std::string>& activations) {
-  if (form == Form::kConvTranspose) return "int8 ConvTranspose has no kernel yet";
+// Why `layer` cannot become a `precision` layer of `form` ("" when it can); fills its activations.
+std::string problemWith(const Network& network, const Layer& layer, Form form, Precision precision,
+                        std::vector<std::string>& activations) {
+  if (form == Form::kConvTranspose) return std::string(toString(precision)) + " ConvTranspose has no kernel yet";
   if (layer.outputs.size() != 1 || declaredType(network, layer.outputs[0]) != DataType::kFloat32)
     return "its output is not float32";
   const std::string a = inputOf(layer, 0), b = inputOf(layer, 1);
   if (declaredType(network, a) != DataType::kFloat32)
-    return "int8 calibration takes float32 activations; its input is " +
+    return "calibration takes float32 activations; its input is " +
            std::string(toString(declaredType(network, a)));
   if (constantValue(network, a)) return "its input 0 is a constant (nothing to calibrate)";
   activations = {a};
@@ -53,6 +58,7 @@ std::string problemWith(const Network& network, const Layer& layer, Form form, s
       if (!weights || weights->rank() < 3) return "its weights are not a float32 constant";
       return "";
     case Form::kMatMul:
+      if (weights && precision == Precision::kFP4 && weights->rank() != 2) return "fp4 weights (B) must be a matrix";
       if (weights) return "";
       if (declaredType(network, b) != DataType::kFloat32) return "its B is not float32";
       activations.push_back(b);
@@ -67,26 +73,53 @@ std::string problemWith(const Network& network, const Layer& layer, Form form, s
 }
 
 struct QuantizedWeights {
-  HostTensor values;  // int8, w's shape
-  HostTensor scales;  // float32 [channels]: amax / 127 of each channel, times `factor`
+  HostTensor values;       // int8, float8e4m3 or fp4's uint8 e2m1 codes, in w's shape
+  HostTensor scales;       // float32: one per channel (int8, fp8: amax / 127 or 448) or one (fp4), times `factor`
+  HostTensor blockScales;  // fp4: float8e4m3 [outer, blocks, inner]
 };
 
-// `w` seen as [outer, channels, inner], each channel quantized with its own scale amax / 127 (the
-// same rounding as the activations: round half to even, saturated).
+// `w` seen as [outer, channels, inner], each channel quantized with its own scale: int8 with amax /
+// 127 (round half to even, saturated, as the activations), fp8 with amax / 448.
 QuantizedWeights quantizeChannels(const HostTensor& w, int64_t outer, int64_t channels, int64_t inner,
-                                  float factor = 1.0f) {
+                                  Precision precision, float factor = 1.0f) {
   const float* v = w.data<float>();
   std::vector<float> amax(size_t(channels), 0.0f);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t i = 0; i < inner; ++i)
         amax[size_t(c)] = std::max(amax[size_t(c)], std::fabs(v[(o * channels + c) * inner + i]));
+  const bool fp8 = precision == Precision::kFP8;
+  const float largest = fp8 ? kernels::kE4M3Max : 127.0f;
   std::vector<float> scales(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) scales[size_t(c)] = amax[size_t(c)] > 0 ? amax[size_t(c)] / 127.0f : 1.0f;
-  HostTensor values(DataType::kInt8, w.dims());
-  kernels::quantizeLinear<float, int8_t>(v, scales.data(), nullptr, values.data<int8_t>(), outer, channels, inner);
+  for (int64_t c = 0; c < channels; ++c) scales[size_t(c)] = amax[size_t(c)] > 0 ? amax[size_t(c)] / largest : 1.0f;
+  HostTensor values(fp8 ? DataType::kFloat8E4M3 : DataType::kInt8, w.dims());
+  if (fp8) {
+    auto* codes = static_cast<uint8_t*>(values.rawData());
+    for (int64_t i = 0; i < w.elementCount(); ++i)
+      codes[i] = kernels::encodeE4M3(v[i] / scales[size_t(i / inner % channels)]);
+  } else {
+    kernels::quantizeLinear<float, int8_t>(v, scales.data(), nullptr, values.data<int8_t>(), outer, channels, inner);
+  }
   for (float& s : scales) s *= factor;
-  return {values, HostTensor::fromVector<float>({channels}, scales)};
+  return {values, HostTensor::fromVector<float>({channels}, scales), {}};
+}
+
+// `w` in NVFP4 along its dim `axis` (K): one tensor scale amax / (6 * 448) (times `factor`), an
+// e4m3 scale per 16 along K (w's dims with K's replaced by the block count) and e2m1 codes.
+QuantizedWeights quantizeFp4(const HostTensor& w, size_t axis, float factor = 1.0f) {
+  kernels::BlockedAxis layout{1, w.dim(axis), 1, quantized::kFp4BlockSize};
+  for (size_t d = 0; d < w.rank(); ++d)
+    if (d != axis) (d < axis ? layout.outer : layout.inner) *= w.dim(d);
+  const float* v = w.data<float>();
+  float amax = 0;
+  for (int64_t i = 0; i < w.elementCount(); ++i) amax = std::max(amax, std::fabs(v[i]));
+  const float tensorScale = amax > 0 ? amax / (kernels::kE2M1Max * kernels::kE4M3Max) : 1.0f;
+  HostTensor codes(DataType::kUInt8, w.dims());
+  std::vector<int64_t> blockDims = w.dims();
+  blockDims[axis] = layout.blocks();
+  HostTensor blocks(DataType::kFloat8E4M3, blockDims);
+  kernels::nvfp4Quantize(v, layout, tensorScale, codes.data<uint8_t>(), static_cast<uint8_t*>(blocks.rawData()));
+  return {codes, HostTensor::scalar<float>(tensorScale * factor), blocks};
 }
 
 class QuantizeLayersPass final : public Pass {
@@ -108,61 +141,79 @@ class QuantizeLayersPass final : public Pass {
                                         "other build options)";
         continue;
       }
-      const std::string note = "quantized " + describeLayers(network, {candidate.layer}) + " to int8";
-      layer = rewrite(network, layer, *int8FormOf(layer));
+      const std::string note = "quantized " + describeLayers(network, {candidate.layer}) + " to " +
+                               toString(candidate.precision);
+      layer = rewrite(network, layer, *int8FormOf(layer), candidate.precision);
       context.note(note);
     }
     network.removeUnusedTensors();
   }
 
-  // The constant holding `tensor`'s activation scale, made once per tensor.
-  std::string activationScale(Network& network, const std::string& tensor) {
-    auto it = scaleConstants_.find(tensor);
+  // The constant holding `tensor`'s activation scale for `precision`, made once per tensor and
+  // precision: the calibrated threshold (the calibration's scales are int8's, threshold / 127) over
+  // fp8's 448 or fp4's 6 * 448.
+  std::string activationScale(Network& network, const std::string& tensor, Precision precision) {
+    const std::string suffix = std::string(":") + toString(precision) + "_scale";
+    auto it = scaleConstants_.find(tensor + suffix);
     if (it != scaleConstants_.end()) return it->second;
-    const std::string name = uniqueTensorName(network, tensor + ":int8_scale");
-    network.addConstant(name, HostTensor::scalar<float>(scales_.at(tensor)));
-    return scaleConstants_[tensor] = name;
+    const float threshold = scales_.at(tensor) * 127.0f;
+    const float largest = precision == Precision::kFP8   ? kernels::kE4M3Max
+                          : precision == Precision::kFP4 ? kernels::kE2M1Max * kernels::kE4M3Max
+                                                         : 0;
+    const std::string name = uniqueTensorName(network, tensor + suffix);
+    network.addConstant(name, HostTensor::scalar<float>(largest > 0 ? threshold / largest : scales_.at(tensor)));
+    return scaleConstants_[tensor + suffix] = name;
   }
 
-  // Adds `weights` as int8 values and scales named after `source`; returns their names.
-  std::pair<std::string, std::string> addWeights(Network& network, const std::string& source,
-                                                 QuantizedWeights weights) {
-    const std::string values = uniqueTensorName(network, source + ":int8");
-    network.addConstant(values, std::move(weights.values));
-    const std::string scales = uniqueTensorName(network, source + ":int8_scale");
-    network.addConstant(scales, std::move(weights.scales));
-    return {values, scales};
+  // Adds the quantized weights as constants named after `source` and `precision`; sets the layer's
+  // inputs 1, 5 and (fp4) 10 to them.
+  void addWeights(Network& network, const std::string& source, Precision precision, QuantizedWeights weights,
+                  Layer& q) {
+    const std::string tag = std::string(":") + toString(precision);
+    q.inputs[1] = uniqueTensorName(network, source + tag);
+    network.addConstant(q.inputs[1], std::move(weights.values));
+    q.inputs[quantized::kWeightScaleInput] = uniqueTensorName(network, source + tag + "_scale");
+    network.addConstant(q.inputs[quantized::kWeightScaleInput], std::move(weights.scales));
+    if (precision != Precision::kFP4) return;
+    q.inputs.resize(quantized::kMaxInputCount);
+    q.inputs[quantized::kWeightBlockScaleInput] = uniqueTensorName(network, source + tag + "_block_scale");
+    network.addConstant(q.inputs[quantized::kWeightBlockScaleInput], std::move(weights.blockScales));
   }
 
-  Layer rewrite(Network& network, const Layer& layer, Form form) {
-    Layer q = quantizedLayerFor(layer, form);
+  Layer rewrite(Network& network, const Layer& layer, Form form, Precision precision) {
+    Layer q = quantizedLayerFor(layer, form, precision);
     const std::string a = layer.inputs[0], b = layer.inputs[1];
-    const std::string residual = isFused(layer) ? inputOf(layer, 3) : "";
-    std::string bias = inputOf(layer, 2), bValues = b, bScale;
+    const bool fp4 = precision == Precision::kFP4;
+    q.inputs = {a, b, inputOf(layer, 2), isFused(layer) ? inputOf(layer, 3) : "",
+                activationScale(network, a, precision), ""};
     const HostTensor* weights = float32Constant(network, b);
-    if (form == Form::kConv) {
+    if (form == Form::kConv) {  // fp4: blocks along the input channels
       const int64_t channels = weights->dim(0);
-      std::tie(bValues, bScale) =
-          addWeights(network, b, quantizeChannels(*weights, 1, channels, weights->elementCount() / channels));
-    } else if (form == Form::kMatMul && weights) {
+      addWeights(network, b, precision,
+                 fp4 ? quantizeFp4(*weights, 1)
+                     : quantizeChannels(*weights, 1, channels, weights->elementCount() / channels, precision),
+                 q);
+    } else if (form == Form::kMatMul && weights) {  // fp4: blocks along K, a matrix's rows
       const int64_t columns = weights->rank() >= 2 ? weights->dims().back() : 1;
-      std::tie(bValues, bScale) =
-          addWeights(network, b, quantizeChannels(*weights, weights->elementCount() / columns, columns, 1));
+      addWeights(network, b, precision,
+                 fp4 ? quantizeFp4(*weights, 0)
+                     : quantizeChannels(*weights, weights->elementCount() / columns, columns, 1, precision),
+                 q);
     } else if (form == Form::kMatMul) {
-      bScale = activationScale(network, b);
+      q.inputs[quantized::kWeightScaleInput] = activationScale(network, b, precision);
     } else {  // Gemm: B as [K, N], alpha in the scales, beta * C as the bias
       const Layer base = int8BaseOf(layer);
       const HostTensor kn = base.attrInt("transB", 0) != 0 ? transposed(*weights) : *weights;
       const int64_t columns = kn.dim(1);
-      std::tie(bValues, bScale) =
-          addWeights(network, b, quantizeChannels(kn, kn.dim(0), columns, 1, base.attrFloat("alpha", 1.0f)));
-      if (!bias.empty()) {
-        const HostTensor perColumn = gemmColumnBias(*float32Constant(network, bias), base.attrFloat("beta", 1.0f), columns);
-        bias = uniqueTensorName(network, layer.name + ":bias");
-        network.addConstant(bias, perColumn);
+      const float alpha = base.attrFloat("alpha", 1.0f);
+      addWeights(network, b, precision,
+                 fp4 ? quantizeFp4(kn, 0, alpha) : quantizeChannels(kn, kn.dim(0), columns, 1, precision, alpha), q);
+      if (const std::string c = inputOf(layer, 2); !c.empty()) {
+        const HostTensor perColumn = gemmColumnBias(*float32Constant(network, c), base.attrFloat("beta", 1.0f), columns);
+        q.inputs[2] = uniqueTensorName(network, layer.name + ":bias");
+        network.addConstant(q.inputs[2], perColumn);
       }
     }
-    q.inputs = {a, bValues, bias, residual, activationScale(network, a), bScale};
     return q;
   }
 
@@ -179,22 +230,34 @@ std::set<std::string> Int8Survey::activations() const {
   return all;
 }
 
-Int8Survey surveyInt8Layers(const Network& network, const std::map<std::string, Precision>& layerPrecisions,
-                            const Int8Refusal& refusal) {
+Int8Survey surveyInt8Layers(const Network& network, const std::vector<Precision>& precisions,
+                            const std::map<std::string, Precision>& layerPrecisions, const Int8Refusal& refusal) {
   Int8Survey survey;
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const Layer& layer = network.layers()[i];
     const auto form = int8FormOf(layer);
     if (!form) continue;
-    if (auto held = layerPrecisions.find(layer.name); held != layerPrecisions.end() && held->second != Precision::kINT8) {
-      survey.keptFloat[layer.name] = std::string("--layer-precision asks for ") + toString(held->second);
-      continue;
+    std::vector<Precision> tried = precisions;
+    if (auto held = layerPrecisions.find(layer.name); held != layerPrecisions.end()) {
+      if (!quantized::isQuantizedPrecision(held->second)) {
+        survey.keptFloat[layer.name] = std::string("--layer-precision asks for ") + toString(held->second);
+        continue;
+      }
+      tried = {held->second};
     }
-    Int8Candidate candidate{i, {}};
-    std::string why = problemWith(network, layer, *form, candidate.activations);
-    if (why.empty() && refusal) why = refusal(quantizedLayerFor(layer, *form));
-    if (why.empty()) survey.candidates.push_back(std::move(candidate));
-    else survey.keptFloat[layer.name] = why;
+    std::string why;  // each precision's reason, when none fits
+    for (Precision precision : tried) {
+      Int8Candidate candidate{i, {}, precision};
+      std::string problem = problemWith(network, layer, *form, precision, candidate.activations);
+      if (problem.empty() && refusal) problem = refusal(quantizedLayerFor(layer, *form, precision));
+      if (problem.empty()) {
+        survey.candidates.push_back(std::move(candidate));
+        why.clear();
+        break;
+      }
+      why += (why.empty() ? "" : "; ") + (tried.size() > 1 ? std::string(toString(precision)) + ": " : "") + problem;
+    }
+    if (!why.empty()) survey.keptFloat[layer.name] = why;
   }
   return survey;
 }

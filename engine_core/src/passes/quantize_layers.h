@@ -1,8 +1,9 @@
 #pragma once
-// The INT8 quantization step of an implicit (calibrated) INT8 build: which Conv / MatMul / Gemm
-// layers (plain or fused) can become int8 layers, and the pass that replaces them by
-// kiln.QuantizedConv / kiln.QuantizedMatMul with the calibrated activation scales and per-channel
-// int8 weights (symmetric, scale = amax / 127).
+// The quantization step of an implicit (calibrated) INT8, FP8 or FP4 build: which Conv / MatMul /
+// Gemm layers (plain or fused) can become quantized layers and in which precision, and the pass
+// that replaces them by kiln.QuantizedConv / kiln.QuantizedMatMul with the calibrated activation
+// scales and quantized weights (int8 / fp8 per channel, symmetric: scale = amax / 127 or / 448;
+// fp4 as NVFP4, see ops/quantized.cpp).
 #include "pass.h"
 
 #include <functional>
@@ -17,6 +18,7 @@ namespace kiln {
 struct Int8Candidate {
   size_t layer = 0;                      // index in the network
   std::vector<std::string> activations;  // its float operands, quantized on entry: they need scales
+  Precision precision = Precision::kINT8;  // int8, fp8 or fp4
 };
 
 struct Int8Survey {
@@ -30,10 +32,12 @@ struct Int8Survey {
 using Int8Refusal = std::function<std::string(const Layer& quantizedLayer)>;
 
 // The network's Conv / ConvTranspose / MatMul / Gemm layers (and kiln.FusedConv / FusedMatMul over
-// them), each a candidate or kept in float with the reason. `layerPrecisions` are the build's
-// per-layer constraints: a layer held to another precision stays.
-Int8Survey surveyInt8Layers(const Network& network, const std::map<std::string, Precision>& layerPrecisions,
-                            const Int8Refusal& refusal);
+// them), each a candidate in the first of `precisions` (the build's quantized precisions, narrowest
+// first) that it and the backend take, or kept in float with the reasons. `layerPrecisions` are
+// the build's per-layer constraints: a layer held to a float precision stays, one held to int8,
+// fp8 or fp4 is tried in that precision only.
+Int8Survey surveyInt8Layers(const Network& network, const std::vector<Precision>& precisions,
+                            const std::map<std::string, Precision>& layerPrecisions, const Int8Refusal& refusal);
 
 // Replaces `survey`'s candidates (layer indices into the network the pass runs on) by quantized
 // layers; one whose activation has no entry in `scales` stays and is added to survey.keptFloat.

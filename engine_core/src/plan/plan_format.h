@@ -12,7 +12,9 @@ namespace kiln {
 
 inline constexpr char kPlanMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 // 2: per-layer backend and role, per-tensor placement, one memory plan per memory space.
-inline constexpr uint32_t kPlanFormatVersion = 2;
+// 3: fp8 and fp4 quantized layers (Precision kFP4, kiln.Quantized*'s precision attribute), which a
+//    version 2 reader would load and then fail to run.
+inline constexpr uint32_t kPlanFormatVersion = 3;
 inline constexpr uint64_t kPlanAlignment = 64;
 
 struct PlanHeader {

@@ -79,7 +79,7 @@ class PlanDeserializer {
   static PlannedLayer plannedLayer(const fb::Layer* l, const std::string& name) {
     const std::string what = "layer '" + name + "'";
     PlannedLayer p;
-    if (l->precision() > uint8_t(Precision::kFP8)) corrupt(what + " has an unknown precision");
+    if (l->precision() > uint8_t(Precision::kFP4)) corrupt(what + " has an unknown precision");
     p.precision = Precision(l->precision());
     p.tactic = str(l->tactic());
     p.backend = str(l->backend());

@@ -75,6 +75,12 @@ void int8Convolution(const ConvShape& shape, const int16_t* x, float xScale, con
     exactConvolution<double>(shape, x, w, xCount, wCount, acc.data());
     std::copy(acc.begin(), acc.end(), y);  // integers below 2^31: float(acc) as int32 math would give
   }
+  dequantizeConvolutionSums(shape, multipliers.data(), bias, epilogue, y);
+}
+
+void dequantizeConvolutionSums(const ConvShape& shape, const float* multipliers, const float* bias,
+                               const Epilogue& epilogue, float* y) {
+  const int64_t plane = shape.window.outSize();
   parallelFor(shape.batch * shape.outChannels, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane)),
               [&](int64_t begin, int64_t end) {
                 for (int64_t p = begin; p < end; ++p) {
@@ -82,7 +88,7 @@ void int8Convolution(const ConvShape& shape, const int16_t* x, float xScale, con
                   for (float* v = y + p * plane; v < y + (p + 1) * plane; ++v) *v *= m;
                 }
               });
-  applyEpilogue(y, yCount, withChannelBias(epilogue, bias, shape.outChannels, plane));
+  applyEpilogue(y, shape.batch * shape.outChannels * plane, withChannelBias(epilogue, bias, shape.outChannels, plane));
 }
 
 }  // namespace kiln::kernels

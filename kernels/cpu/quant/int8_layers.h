@@ -27,6 +27,11 @@ void dequantizeMultipliers(float xScale, const float* wScales, int64_t wScaleCou
 void dequantizeAccumulators(const int32_t* acc, int64_t rows, int64_t channels, int64_t plane,
                             const float* multipliers, float* y);
 
+// y[n, m, p] *= multipliers[m], then the epilogue with bias[m]: the dequantization of a quantized
+// convolution's sums (int8's exact ones, fp8's and fp4's fp32 ones), in place.
+void dequantizeConvolutionSums(const ConvShape& shape, const float* multipliers, const float* bias,
+                               const Epilogue& epilogue, float* y);
+
 // The reference int8 convolution: Y = epilogue(dequantize(conv(X, W)) + bias), X the centered
 // input (q - zero), W int8 [M, C/group, kernel...], wScales 1 or M values, bias [M] or null.
 void int8Convolution(const ConvShape& shape, const int16_t* x, float xScale, const int8_t* w, const float* wScales,

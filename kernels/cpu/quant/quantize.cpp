@@ -3,6 +3,7 @@
 #include <kernels/cpu/common/numeric_types.h>
 #include <kernels/cpu/common/parallel.h>
 #include <kernels/cpu/gemm/gemm.h>
+#include <kernels/cuda/quant/quant_math.h>
 
 #include <algorithm>
 #include <cmath>
@@ -85,6 +86,26 @@ void dequantizeLinear(const Q* x, const float* scale, const Q* zeroPoint, Out* y
   });
 }
 
+template <class In>
+void quantizeLinearFp8(const In* x, const float* scale, const uint8_t* zeroPoint, uint8_t* y, int64_t outer,
+                       int64_t axisLen, int64_t inner, bool saturate) {
+  forEachAxisRun(outer, axisLen, inner, [&](int64_t a, int64_t begin, int64_t end) {
+    const uint8_t zero = zeroPoint ? zeroPoint[a] : 0;
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = cuda::quantizeToFloat8(toFloat(x[i]), scale[a], zero, cuda::Float8Kind::kE4M3, saturate);
+  });
+}
+
+template <class Out>
+void dequantizeLinearFp8(const uint8_t* x, const float* scale, const uint8_t* zeroPoint, Out* y, int64_t outer,
+                         int64_t axisLen, int64_t inner) {
+  forEachAxisRun(outer, axisLen, inner, [&](int64_t a, int64_t begin, int64_t end) {
+    const uint8_t zero = zeroPoint ? zeroPoint[a] : 0;
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = fromFloat<Out>(cuda::dequantizeFloat8(x[i], scale[a], zero, cuda::Float8Kind::kE4M3));
+  });
+}
+
 void dynamicQuantizeLinear(const float* x, int64_t count, uint8_t* y, float* scale, uint8_t* zeroPoint) {
   float lo = 0.0f, hi = 0.0f;  // the range always includes zero so that 0 is exact
   for (int64_t i = 0; i < count; ++i) {
@@ -149,6 +170,15 @@ KILN_DEQUANTIZE_ALL(int8_t)
 KILN_DEQUANTIZE_ALL(uint16_t)
 KILN_DEQUANTIZE_ALL(int16_t)
 KILN_DEQUANTIZE_ALL(int32_t)
+
+#define KILN_FP8_QUANTIZE(T)                                                                                  \
+  template void quantizeLinearFp8<T>(const T*, const float*, const uint8_t*, uint8_t*, int64_t, int64_t, int64_t, \
+                                     bool);                                                                     \
+  template void dequantizeLinearFp8<T>(const uint8_t*, const float*, const uint8_t*, T*, int64_t, int64_t, int64_t);
+KILN_FP8_QUANTIZE(float)
+KILN_FP8_QUANTIZE(double)
+KILN_FP8_QUANTIZE(Float16)
+KILN_FP8_QUANTIZE(BFloat16)
 
 #define KILN_INTEGER_MATMUL(TA, TB)                                                                            \
   template void integerMatMul<TA, TB>(const TA*, const TB*, int32_t*, int64_t, const int64_t*, const int64_t*, \

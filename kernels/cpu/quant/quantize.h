@@ -16,6 +16,17 @@ template <class Q, class Out>
 void dequantizeLinear(const Q* x, const float* scale, const Q* zeroPoint, Out* y, int64_t outer, int64_t axisLen,
                       int64_t inner);
 
+// QuantizeLinear / DequantizeLinear to and from fp8 e4m3fn (ONNX opset 19+): y = e4m3(x / scale +
+// zero), rounded once, saturated to +-448 unless `saturate` is false (NaN then); x = (e4m3 value -
+// zero) * scale. The arithmetic of the CUDA kernels (kernels/cuda/quant/quant_math.h). In / Out:
+// float, double, Float16 or BFloat16.
+template <class In>
+void quantizeLinearFp8(const In* x, const float* scale, const uint8_t* zeroPoint, uint8_t* y, int64_t outer,
+                       int64_t axisLen, int64_t inner, bool saturate);
+template <class Out>
+void dequantizeLinearFp8(const uint8_t* x, const float* scale, const uint8_t* zeroPoint, Out* y, int64_t outer,
+                         int64_t axisLen, int64_t inner);
+
 // DynamicQuantizeLinear: uint8 quantization whose range [min(x, 0), max(x, 0)] maps onto [0, 255].
 void dynamicQuantizeLinear(const float* x, int64_t count, uint8_t* y, float* scale, uint8_t* zeroPoint);
 

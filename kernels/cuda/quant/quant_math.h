@@ -1,9 +1,10 @@
 #pragma once
 // The per-element arithmetic of QuantizeLinear / DequantizeLinear, shared by the kernels and the
 // host tests: round half to even and saturate into the integer range (as the CPU kernel's
-// saturateRound does), fp8 e4m3fn / e5m2 encoding by bit manipulation (identical on host and
-// device, unlike the hardware conversion's NaN choices), and the scale each element uses.
+// saturateRound does), fp8 e4m3fn / e5m2 encoding (small_floats.h: identical on host and device,
+// unlike the hardware conversion's NaN choices), and the scale each element uses.
 #include <kernels/cuda/common/host_device.h>
+#include <kernels/cuda/common/small_floats.h>
 
 #include <math.h>
 
@@ -12,26 +13,6 @@
 #include <limits>
 
 namespace kiln::kernels::cuda {
-
-KILN_HD uint32_t bitsOfFloat(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-#endif
-}
-
-KILN_HD float floatOfBits(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-#endif
-}
 
 // Rounds half to even and clamps into Q's range; NaN goes to the low end (CPU: saturateRound).
 template <class Q>
@@ -45,42 +26,14 @@ KILN_HD Q saturateRound(float v) {
 
 enum class Float8Kind { kE4M3, kE5M2 };
 
-// float -> fp8, round to nearest even. saturate (ONNX's default) clamps out-of-range values and
-// infinities to the largest finite value; without it e4m3fn overflows to NaN and e5m2 to infinity.
-// NaN becomes 0x7F (e4m3fn and e5m2), as the CPU's Float8 types give.
+// float -> fp8, round to nearest even (small_floats.h). saturate (ONNX's default) clamps
+// out-of-range values and infinities to the largest finite value; without it e4m3fn overflows to
+// NaN and e5m2 to infinity. NaN becomes 0x7F (e4m3fn and e5m2), as the CPU's Float8 types give.
 KILN_HD uint8_t encodeFloat8(float f, Float8Kind kind, bool saturate) {
-  const bool e5m2 = kind == Float8Kind::kE5M2;
-  const int mantBits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
-  const uint32_t maxCode = e5m2 ? 0x7B : 0x7E;                        // largest finite: 57344, 448
-  const uint32_t overflow = saturate ? maxCode : e5m2 ? 0x7C : 0x7F;  // else infinity / NaN
-  const uint32_t u = bitsOfFloat(f), sign = (u >> 24) & 0x80, a = u & 0x7FFFFFFF;
-  if (a > 0x7F800000) return 0x7F;  // NaN
-  if (a == 0x7F800000) return uint8_t(sign | overflow);
-  const int exponent = int(a >> 23) - 127;
-  uint32_t code;
-  if (exponent < 1 - bias) {  // fp8 subnormal (or zero): count units of the smallest subnormal
-    code = uint32_t(nearbyintf(floatOfBits(a) * ldexpf(1.0f, bias - 1 + mantBits)));  // may round up to min normal
-  } else {
-    const int shift = 23 - mantBits;
-    const uint32_t rounded = a + ((1u << (shift - 1)) - 1) + ((a >> shift) & 1);  // half to even, carries into exp
-    code = (rounded >> shift) - (uint32_t(127 - bias) << mantBits);
-  }
-  if (code > maxCode) code = overflow;
-  return uint8_t(sign | code);
+  return kind == Float8Kind::kE5M2 ? encodeE5M2(f, saturate) : encodeE4M3(f, saturate);
 }
 
-KILN_HD float decodeFloat8(uint8_t b, Float8Kind kind) {
-  const bool e5m2 = kind == Float8Kind::kE5M2;
-  const int mantBits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
-  const uint32_t sign = uint32_t(b & 0x80) << 24, exponent = (b & 0x7F) >> mantBits, mant = b & ((1u << mantBits) - 1);
-  if (!e5m2 && (b & 0x7F) == 0x7F) return floatOfBits(0x7FC00000);  // e4m3fn's only NaN
-  if (e5m2 && exponent == 31) return floatOfBits(sign | (mant ? 0x7FC00000 : 0x7F800000));
-  if (exponent == 0) {
-    const float v = ldexpf(float(mant), 1 - bias - mantBits);
-    return sign ? -v : v;
-  }
-  return floatOfBits(sign | ((exponent + 127 - bias) << 23) | (mant << (23 - mantBits)));
-}
+KILN_HD float decodeFloat8(uint8_t b, Float8Kind kind) { return kind == Float8Kind::kE5M2 ? decodeE5M2(b) : decodeE4M3(b); }
 
 // QuantizeLinear to an integer: saturate(round_half_even(x / scale) + zero), in float as the CPU
 // kernel computes it; int32 adds the zero point in double, where float would lose its low bits.

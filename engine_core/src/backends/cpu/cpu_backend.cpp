@@ -1,8 +1,8 @@
 // The CPU backend: runs every op of the CPU kernel registry, keeps activations in fp32, fp16 or
 // bf16 between layers (computing in fp32 inside a layer). Its INT8 layers are Kiln's quantized ops
-// (kiln.QuantizedConv / kiln.QuantizedMatMul, made by the builder's quantization step); it has no
-// FP8 kernels yet. Ops with several implementations offer them as tactics; the others have one,
-// named after the op.
+// (kiln.QuantizedConv / kiln.QuantizedMatMul, made by the builder's quantization step), and so are
+// its FP8 and FP4 layers, which it emulates exactly in float. Ops with several implementations
+// offer them as tactics; the others have one, named after the op.
 #include "../../ops/quantized.h"
 #include "../backend.h"
 #include "channels_last.h"
@@ -40,9 +40,9 @@ class CpuBackend : public Backend {
   SupportVerdict supports(const Layer& layer, Precision precision) const override {
     if (!CpuKernelRegistry::instance().find(layer.domain, layer.opType))
       return {false, "no CPU kernel for " + layer.opType};
-    if (precision == Precision::kFP8) return {false, "the CPU backend has no fp8 kernels"};
-    if (precision == Precision::kINT8 && !quantized::isQuantizedLayer(layer))
-      return {false, "the CPU backend runs int8 only in kiln.QuantizedConv / kiln.QuantizedMatMul layers"};
+    if (quantized::isQuantizedPrecision(precision) && !quantized::isQuantizedLayer(layer))
+      return {false, "the CPU backend runs " + std::string(toString(precision)) +
+                         " only in kiln.QuantizedConv / kiln.QuantizedMatMul layers"};
     return {};
   }
 

@@ -81,6 +81,14 @@ class CudaBackend : public Backend {
   bool timesChannelsLastOutputs() const override { return true; }
 
   SupportVerdict supports(const Layer& layer, Precision precision) const override {
+    if (precision == Precision::kFP4) {
+      const std::string sm = std::to_string(device_.properties.major) + std::to_string(device_.properties.minor);
+      return {false, (device_.properties.major < 10
+                          ? "fp4 (NVFP4) needs Blackwell's FP4 tensor cores (sm_100 and later), which this GPU (sm_" +
+                                sm + ") lacks"
+                          : std::string("the CUDA backend has no fp4 (NVFP4) kernels yet")) +
+                         "; Kiln emulates fp4 on the CPU backend (--backend cpu) to judge its accuracy"};
+    }
     if (precision == Precision::kINT8 || precision == Precision::kFP8)
       return {false, "the CUDA backend has no " + std::string(toString(precision)) + " kernels yet"};
     if (weight_only::isWeightOnlyLayer(layer))  // the builder then keeps such layers float32 on the GPU

@@ -182,9 +182,8 @@ CalibrationSummary activationScales(const Network& model, const Network& network
   if (c.dataPath.empty())
     throw Error(ErrorCode::kInvalidArgument,
                 c.cachePath.empty()
-                    ? "an int8 build needs calibration: give calibration data (--calib-data DIR: .npy files or images) or a "
-                      "calibration "
-                      "cache made by an earlier build (--calib-cache FILE)"
+                    ? "a quantized (int8, fp8, fp4) build needs calibration: give calibration data (--calib-data "
+                      "DIR: .npy files or images) or a calibration cache made by an earlier build (--calib-cache FILE)"
                     : "calibration cache " + c.cachePath + " does not exist, and no calibration data "
                       "(--calib-data DIR) was given to make it");
   const std::vector<Batch> batches = calibrationDataKind(c.dataPath) == CalibrationDataKind::kImages

@@ -1,4 +1,4 @@
-// CPU kernels for QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear.
+// CPU kernels for QuantizeLinear, DequantizeLinear (integers and fp8 e4m3fn) and DynamicQuantizeLinear.
 #include <kernels/cpu/quant/quantize.h>
 
 #include "matmul_quant.h"
@@ -52,10 +52,22 @@ const Q* zeroPointOf(const KernelContext& ctx) {
   return ctx.hasInput(2) ? ctx.input(2).data<Q>() : nullptr;
 }
 
+const uint8_t* fp8ZeroPointOf(const KernelContext& ctx) {
+  return ctx.hasInput(2) ? static_cast<const uint8_t*>(ctx.input(2).rawData()) : nullptr;
+}
+
 void runQuantizeLinear(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const QuantLayout L = quantLayout(ctx);
   HostTensor& y = ctx.allocateOutput(0);
+  if (y.dtype() == DataType::kFloat8E4M3) {
+    const bool saturate = ctx.layer().attrInt("saturate", 1) != 0;
+    return dispatchFloat(x.dtype(), [&](auto inTag) {
+      using In = decltype(inTag);
+      kernels::quantizeLinearFp8<In>(x.data<In>(), L.scales.data(), fp8ZeroPointOf(ctx),
+                                     static_cast<uint8_t*>(y.rawData()), L.outer, L.axisLen, L.inner, saturate);
+    });
+  }
   dispatchQuantized(y.dtype(), [&](auto qTag) {
     using Q = decltype(qTag);
     auto run = [&](auto inTag) {
@@ -76,6 +88,9 @@ void runDequantizeLinear(KernelContext& ctx) {
   HostTensor& y = ctx.allocateOutput(0);
   dispatchFloat(y.dtype(), [&](auto outTag) {
     using Out = decltype(outTag);
+    if (x.dtype() == DataType::kFloat8E4M3)
+      return kernels::dequantizeLinearFp8<Out>(static_cast<const uint8_t*>(x.rawData()), L.scales.data(),
+                                               fp8ZeroPointOf(ctx), y.data<Out>(), L.outer, L.axisLen, L.inner);
     auto run = [&](auto qTag) {
       using Q = decltype(qTag);
       kernels::dequantizeLinear<Q, Out>(x.data<Q>(), L.scales.data(), zeroPointOf<Q>(ctx), y.data<Out>(), L.outer,

@@ -1,6 +1,7 @@
 // CPU kernels for Kiln's int8 layers (semantics: engine_core/src/ops/quantized.cpp): activations
 // quantized on entry or given as int8 / uint8 with their zero point, int8 weights, exact int32
 // accumulation, dequantized into the fp32 epilogue, and quantized again when the layer has y_scale.
+// Layers of precision fp8 and fp4 go to quantized_small_float.cpp.
 #include <kernels/cpu/quant/int8_layers.h>
 #include <kernels/cpu/quant/quantize.h>
 
@@ -9,6 +10,7 @@
 #include "conv_pool_common.h"
 #include "fused_epilogue.h"
 #include "matmul_quant.h"
+#include "quantized_layers.h"
 
 #include <vector>
 
@@ -21,10 +23,6 @@ using quantized::kOutputScaleInput;
 using quantized::kOutputZeroPointInput;
 using quantized::kWeightScaleInput;
 using quantized::kWeightZeroPointInput;
-
-float scalarScale(const KernelContext& ctx, size_t i, const char* what) {
-  return *float32Input(ctx, i, 1, what);
-}
 
 // A float32 scale tensor with 1 or `count` values; its value count goes to `valueCount`.
 const float* scales(const KernelContext& ctx, size_t i, int64_t count, const char* what, int64_t& valueCount) {
@@ -69,33 +67,12 @@ std::vector<int16_t> centeredOperand(const KernelContext& ctx, size_t i, const Q
   return centered;
 }
 
-// Where the layer writes its float32 results: the output itself, or a buffer that finishOutput
-// quantizes into it (a layer with y_scale).
-class FloatResult {
- public:
-  explicit FloatResult(KernelContext& ctx) : ctx_(ctx), out_(ctx.allocateOutput(0)) {
-    if (out_.dtype() != DataType::kFloat32) buffer_.resize(size_t(out_.elementCount()));
-  }
-  float* data() { return buffer_.empty() ? out_.data<float>() : buffer_.data(); }
-  const HostTensor& output() const { return out_; }
-  void finish() {
-    if (buffer_.empty()) return;
-    const float scale = scalarScale(ctx_, kOutputScaleInput, "y_scale");
-    const HostTensor& zero = ctx_.input(kOutputZeroPointInput);
-    dispatchEightBit(out_.dtype(), [&](auto tag) {
-      using Q = decltype(tag);
-      kernels::quantizeLinear<float, Q>(buffer_.data(), &scale, zero.data<Q>(), out_.data<Q>(), 1, 1,
-                                        out_.elementCount());
-    });
-  }
-
- private:
-  KernelContext& ctx_;
-  HostTensor& out_;
-  std::vector<float> buffer_;
-};
+bool isSmallFloat(const KernelContext& ctx) {
+  return quantized::precisionOf(ctx.layer()).value_or(Precision::kINT8) != Precision::kINT8;
+}
 
 void quantizedConv(KernelContext& ctx) {
+  if (isSmallFloat(ctx)) return smallFloatConv(ctx);
   const HostTensor &x = ctx.input(0), &w = ctx.input(1);
   if (w.dtype() != DataType::kInt8) ctx.fail("the weights must be int8");
   if (ctx.hasInput(kWeightZeroPointInput)) ctx.fail("int8 weights are symmetric: w_zero_point must be absent");
@@ -129,6 +106,7 @@ const void* eightBitOperand(const KernelContext& ctx, size_t i, const Quantizati
 }
 
 void quantizedMatMul(KernelContext& ctx) {
+  if (isSmallFloat(ctx)) return smallFloatMatMul(ctx);
   const MatMulPlan plan = planMatMul(ctx.input(0).dims(), ctx.input(1).dims());
   const Quantization aq = quantizationOf(ctx, 0, kActivationScaleInput, kActivationZeroPointInput, "A");
   const bool bWeights = ctx.input(1).dtype() == DataType::kInt8 && !ctx.hasInput(kWeightZeroPointInput);
@@ -157,16 +135,42 @@ void quantizedMatMul(KernelContext& ctx) {
   kernels::dequantizeMultipliers(aq.scale, bScales, bScaleCount, plan.N, multipliers.data());
   FloatResult y(ctx);
   kernels::dequantizeAccumulators(acc.data(), batch * plan.M, plan.N, 1, multipliers.data(), y.data());
-  kernels::Epilogue epilogue = readEpilogue(ctx, y.output());
-  if (ctx.hasInput(2)) {
-    epilogue.bias = float32Input(ctx, 2, plan.N, "the bias");
-    epilogue.biasLength = plan.N;
-  }
-  kernels::applyEpilogue(y.data(), y.output().elementCount(), epilogue);
-  y.finish();
+  y.finishMatMul(plan.N);
 }
 
 }  // namespace
+
+float scalarScale(const KernelContext& ctx, size_t i, const char* what) { return *float32Input(ctx, i, 1, what); }
+
+FloatResult::FloatResult(KernelContext& ctx) : ctx_(ctx), out_(ctx.allocateOutput(0)) {
+  if (out_.dtype() != DataType::kFloat32) buffer_.resize(size_t(out_.elementCount()));
+}
+
+void FloatResult::finishMatMul(int64_t columns) {
+  kernels::Epilogue epilogue = readEpilogue(ctx_, out_);
+  if (ctx_.hasInput(2)) {
+    epilogue.bias = float32Input(ctx_, 2, columns, "the bias");
+    epilogue.biasLength = columns;
+  }
+  kernels::applyEpilogue(data(), out_.elementCount(), epilogue);
+  finish();
+}
+
+void FloatResult::finish() {
+  if (buffer_.empty()) return;
+  const float scale = scalarScale(ctx_, kOutputScaleInput, "y_scale");
+  const HostTensor& zero = ctx_.input(kOutputZeroPointInput);
+  if (out_.dtype() == DataType::kFloat8E4M3) {
+    kernels::quantizeLinearFp8(buffer_.data(), &scale, static_cast<const uint8_t*>(zero.rawData()),
+                               static_cast<uint8_t*>(out_.rawData()), 1, 1, out_.elementCount(), true);
+    return;
+  }
+  dispatchEightBit(out_.dtype(), [&](auto tag) {
+    using Q = decltype(tag);
+    kernels::quantizeLinear<float, Q>(buffer_.data(), &scale, zero.data<Q>(), out_.data<Q>(), 1, 1,
+                                      out_.elementCount());
+  });
+}
 
 void registerQuantizedCpuKernels(CpuKernelRegistry& registry) {
   registry.add(fused::kDomain, quantized::kQuantizedConv, quantizedConv);
