@@ -59,6 +59,16 @@ std::shared_ptr<kiln::Network> reluModel(const std::vector<std::string>& dims,
   return kiln::OnnxImporter().importBytes(mb.bytes());
 }
 
+// One 3x3 Conv (random weights) over an image input: a layer INT8 and FP8 quantize.
+std::shared_ptr<kiln::Network> convModel() {
+  ModelBuilder mb;
+  mb.input("x", kFloat, {1, 3, 16, 16});
+  mb.initializer("w", kiln::test::randomFloats({4, 3, 3, 3}, 5));
+  mb.node("Conv", {"x", "w"}, {"y"}, "conv");
+  mb.output("y");
+  return kiln::OnnxImporter().importBytes(mb.bytes());
+}
+
 // (min, opt, max) of a row of the profile table.
 std::array<qlonglong, 3> rangeOf(const ProfileRangeModel& model, int row) {
   auto value = [&](int column) { return model.data(model.index(row, column)).toLongLong(); };
@@ -164,6 +174,19 @@ class BuildSettingsTest : public QObject {
     QVERIFY(again.cudaGraphsBox()->isChecked());
   }
 
+  void fp8IsOfferedForConvolutionsAndNeedsCalibration() {
+    auto network = convModel();
+    BuildPanel panel;
+    panel.setNetwork(network.get());
+    QCheckBox* fp8 = panel.precisionBox(kiln::Precision::kFP8);
+    QVERIFY2(fp8->isEnabled(), qPrintable(fp8->toolTip()));  // the CPU backend runs fp8 quantized layers
+    QVERIFY(!panel.calibrationSettings()->isEnabled());
+    fp8->setChecked(true);
+    QVERIFY(panel.calibrationSettings()->isEnabled());
+    QVERIFY(!panel.canBuild());  // no data, no cache
+    QVERIFY(panel.config().allowFP8);
+  }
+
   void int8CalibrationSettingsReachTheConfigAndGateTheBuild() {
     QTemporaryDir dir;
     writeImages(dir.path(), 3);
@@ -175,8 +198,9 @@ class BuildSettingsTest : public QObject {
       QCheckBox* int8 = panel.precisionBox(kiln::Precision::kINT8);
       QCheckBox* fp8 = panel.precisionBox(kiln::Precision::kFP8);
       QVERIFY(int8->isEnabled());
-      QVERIFY(!fp8->isEnabled());  // the CPU backend has no fp8 kernels, and says so
-      QVERIFY2(fp8->toolTip().contains("fp8 kernels"), qPrintable(fp8->toolTip()));
+      // FP8 quantizes Conv / MatMul / Gemm layers: this model has none, and the tip says so.
+      QVERIFY(!fp8->isEnabled());
+      QVERIFY2(fp8->toolTip().contains("no layer of this model in fp8"), qPrintable(fp8->toolTip()));
       QVERIFY(!calibration.isEnabled());  // only for INT8 builds
       QVERIFY(!panel.config().allowINT8);
 

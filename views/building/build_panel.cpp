@@ -81,6 +81,7 @@ BuildPanel::BuildPanel(QWidget* parent) : QWidget(parent) {
   connect(backend_, &QComboBox::currentIndexChanged, this, &BuildPanel::updateBackendOptions);
   connect(calibration_, &CalibrationSettings::changed, this, &BuildPanel::updateValidity);
   connect(precisionBox(Precision::kINT8), &QCheckBox::toggled, this, &BuildPanel::updatePrecisionChoices);
+  connect(precisionBox(Precision::kFP8), &QCheckBox::toggled, this, &BuildPanel::updatePrecisionChoices);
   updateBackendOptions();
   updateValidity();
 }
@@ -114,7 +115,8 @@ QWidget* BuildPanel::createTargetGroup(QWidget* parent) {
       {Precision::kBF16, tr("Keep activations in bf16 between layers (computed in fp32 inside a layer)")},
       {Precision::kINT8, tr("Quantize Conv / MatMul / Gemm layers to int8 by post-training calibration (the INT8 "
                             "calibration settings below)")},
-      {Precision::kFP8, tr("FP8 layers where the backend has fp8 kernels")}};
+      {Precision::kFP8, tr("Quantize Conv / MatMul / Gemm layers to fp8 e4m3 by the same calibration (where the "
+                           "backend runs fp8 layers)")}};
   for (const auto& [precision, tip] : choices) {
     auto* box = new QCheckBox(precisionName(precision), group);
     box->setToolTip(tip);
@@ -194,8 +196,9 @@ void BuildPanel::updateBackendOptions() {
   updatePrecisionChoices();
 }
 
-// FP8 is offered where the backend runs some layer of the model in it; otherwise it is shown
-// disabled with the backend's reason. The calibration settings apply to INT8 builds only.
+// FP8 is offered where the backend runs some layer of the model as an fp8 quantized layer;
+// otherwise it is shown disabled with the backend's reason. The calibration settings apply to
+// INT8 and FP8 builds.
 void BuildPanel::updatePrecisionChoices() {
   QCheckBox* fp8 = precisionBox(Precision::kFP8);
   const QString refusal =
@@ -204,9 +207,9 @@ void BuildPanel::updatePrecisionChoices() {
                : QString();
   fp8->setEnabled(network_ && refusal.isEmpty());
   if (!fp8->isEnabled()) fp8->setChecked(false);
-  fp8->setToolTip(refusal.isEmpty() ? tr("FP8 layers where the backend has fp8 kernels")
+  fp8->setToolTip(refusal.isEmpty() ? tr("Quantize Conv / MatMul / Gemm layers to fp8 e4m3 by the same calibration")
                                     : tr("Not available: %1").arg(refusal));
-  calibration_->setEnabled(precisionBox(Precision::kINT8)->isChecked());
+  calibration_->setEnabled(quantizes());
   updateValidity();
 }
 
@@ -293,7 +296,7 @@ void BuildPanel::updateValidity() {
   profileErrors_->setText(errors.join('\n'));
   profileErrors_->setVisible(!errors.isEmpty());
   // The calibration group shows its own problem; the Build button's tip names every one.
-  if (precisionBox(Precision::kINT8)->isChecked() && !calibration_->problem().isEmpty())
+  if (quantizes() && !calibration_->problem().isEmpty())
     errors << calibration_->problem();
   const bool can = canBuild();
   buildButton_->setEnabled(can);
@@ -305,8 +308,12 @@ void BuildPanel::updateValidity() {
 }
 
 bool BuildPanel::canBuild() const {
-  const bool calibrated = !precisionBox(Precision::kINT8)->isChecked() || calibration_->problem().isEmpty();
+  const bool calibrated = !quantizes() || calibration_->problem().isEmpty();
   return network_ && !building_ && profileModel_->isValid() && calibrated;
+}
+
+bool BuildPanel::quantizes() const {
+  return precisionBox(Precision::kINT8)->isChecked() || precisionBox(Precision::kFP8)->isChecked();
 }
 
 QCheckBox* BuildPanel::precisionBox(Precision precision) const {

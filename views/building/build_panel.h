@@ -75,6 +75,8 @@ class BuildPanel : public QWidget {
   void fitProfileTable();
   void finishRun(const QString& status, const QString& logLine);
   void updatePrecisionChoices();
+  // Whether an INT8 or FP8 box is ticked: the build then needs calibration data or a cache.
+  bool quantizes() const;
 
   const Network* network_ = nullptr;
   bool building_ = false;

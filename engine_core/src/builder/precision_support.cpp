@@ -3,6 +3,7 @@
 
 #include "../backends/backend.h"
 #include "../backends/backend_registry.h"
+#include "../passes/int8_layer_form.h"
 
 namespace kiln {
 
@@ -13,9 +14,15 @@ std::string precisionUnsupportedReason(const Network& network, BackendKind backe
   } catch (const Error&) {
     return "";
   }
+  // INT8, FP8 and FP4 run as quantized layers (kiln.QuantizedConv / QuantizedMatMul) that the
+  // build makes from the Conv / MatMul / Gemm layers: ask about those forms.
+  const bool quantized = precision == Precision::kINT8 || precision == Precision::kFP8 || precision == Precision::kFP4;
   std::string reason;
   for (const Layer& layer : network.layers()) {
-    const SupportVerdict verdict = engine->supports(layer, precision);
+    const auto form = quantized ? passes::int8FormOf(layer) : std::nullopt;
+    if (quantized && !form) continue;
+    const SupportVerdict verdict =
+        engine->supports(quantized ? passes::quantizedLayerFor(layer, *form, precision) : layer, precision);
     if (verdict.supported) return "";
     if (reason.empty()) reason = verdict.why;
   }
