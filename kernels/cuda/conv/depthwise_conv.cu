@@ -49,6 +49,22 @@ __device__ __forceinline__ void load(const T* p, float (&out)[V]) {
   for (int i = 0; i < V; ++i) out[i] = float(toCompute(vec.v[i]));
 }
 
+// V fp32 taps: whole 16-byte loads where V is a multiple of 4 (the taps of a vector of channels
+// start on a multiple of V floats, and the filter on 256 bytes).
+template <int V>
+__device__ __forceinline__ void loadTaps(const float* p, float (&out)[V]) {
+  if constexpr (V % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < V / 4; ++i) {
+      const float4 q = reinterpret_cast<const float4*>(p)[i];
+      out[4 * i] = q.x, out[4 * i + 1] = q.y, out[4 * i + 2] = q.z, out[4 * i + 3] = q.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = p[i];
+  }
+}
+
 template <class T, int V>
 __global__ void depthwiseKernel(const T* __restrict__ x, const float* __restrict__ filter, const T* __restrict__ bias,
                                 const T* __restrict__ residual, T* __restrict__ y, const __grid_constant__ Geometry g,
@@ -71,9 +87,9 @@ __global__ void depthwiseKernel(const T* __restrict__ x, const float* __restrict
       for (int32_t kw = 0; kw < g.kW; ++kw) {
         const int32_t w = w0 + kw * g.dW;
         if (w < 0 || w >= g.inW) continue;
-        float in[V];
+        float in[V], weights[V];
         load<T, V>(row + int64_t(w) * g.channels, in);
-        const float* weights = taps + int64_t(kw) * g.channels;
+        loadTaps<V>(taps + int64_t(kw) * g.channels, weights);
 #pragma unroll
         for (int v = 0; v < V; ++v) acc[v] = fmaf(in[v], weights[v], acc[v]);
       }
@@ -135,7 +151,7 @@ cudaError_t depthwiseConv2dChannelsLast(const DepthwiseConv2d& p, const void* x,
       constexpr int kVector = 16 / int(sizeof(T));
       // The vector path needs whole vectors per pixel and every pointer on 16 bytes (filter: the
       // fp32 taps of kVector channels load as kVector floats, 4-byte aligned is enough).
-      const bool vectors = p.channels % kVector == 0 && aligned(x, 16) && aligned(y, 16) &&
+      const bool vectors = p.channels % kVector == 0 && aligned(x, 16) && aligned(y, 16) && aligned(filter, 16) &&
                            (!e.bias || aligned(e.bias, 16)) && (!e.residual || aligned(e.residual, 16));
       return vectors ? launch<T, kVector>(p, x, filter, e, y, stream) : launch<T, 1>(p, x, filter, e, y, stream);
     }
