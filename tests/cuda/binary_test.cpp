@@ -31,6 +31,11 @@ const std::vector<Pattern> kPatterns{
     {{1, 1, 9}, {9}, {1, 1, 1}},
     {{65, 129}, {65, 129}, {65, 129}},
     {{5, 1, 7}, {5, 1, 7}, {1, 1, 7}},
+    // Whole 16-byte packs along the innermost dim (the packed indexed path): a per-channel scale on a
+    // channels-last map, a row broadcast, and A repeated along the inner dim.
+    {{2, 5, 6, 16}, {2, 5, 6, 16}, {2, 1, 1, 16}},
+    {{3, 7, 24}, {3, 7, 24}, {24}},
+    {{4, 6, 8}, {4, 6, 1}, {4, 6, 8}},
 };
 
 template <class T>

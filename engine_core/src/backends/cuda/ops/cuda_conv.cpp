@@ -19,6 +19,7 @@
 #include "../cuda_step.h"
 #include "../cudnn_conv.h"
 #include "conv_plan.h"
+#include "depthwise_conv.h"
 #include "graph_conv.h"
 
 #include <kernels/cuda/layout/pad.h>
@@ -184,6 +185,7 @@ std::vector<Tactic> convTactics(const Layer& layer, Precision precision, const L
   // timed against the convolution API (NCHW, epilogue as separate kernels), which also takes what
   // the graph does not; a near tie goes to the graph (its neighbours skip re-layouts).
   std::vector<Tactic> tactics = graphConvTactics(layer, precision, inputs, device);
+  for (Tactic& depthwise : depthwiseConvTactics(layer, precision, inputs)) tactics.push_back(std::move(depthwise));
   Tactic& tactic = tactics.emplace_back();
   tactic.id = tacticId(layer, precision);
   tactic.workspaceBytes = kCudnnWorkspaceLimit;
@@ -225,12 +227,13 @@ void registerConvCudaOps(CudaOpRegistry& registry) {
   op.instantiate = [](const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
                       CudaDevice& device) -> std::unique_ptr<Step> {
     if (isGraphConvTactic(tactic.id)) return makeGraphConvStep(layer, tactic, signature, device);
+    if (isDepthwiseConvTactic(tactic.id)) return makeDepthwiseConvStep(layer, tactic, signature, device);
     return std::make_unique<ConvStep>(layer, tactic, signature, device);
   };
   op.tactics = convTactics;
-  // A graph tactic reads X and the residual, and writes Y, in either layout.
+  // A graph or depthwise tactic reads X and the residual, and writes Y, in either layout.
   op.channelsLastInputs = [](const Layer& layer, const std::string& tactic) -> std::vector<size_t> {
-    if (!isGraphConvTactic(tactic)) return {};
+    if (!isGraphConvTactic(tactic) && !isDepthwiseConvTactic(tactic)) return {};
     if (layer.domain == fused::kDomain) return {kConvX, kConvResidual};
     return {kConvX};
   };

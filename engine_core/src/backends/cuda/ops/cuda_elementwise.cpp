@@ -8,6 +8,9 @@
 
 #include <kernels/cuda/elementwise/binary.h>
 #include <kernels/cuda/elementwise/unary.h>
+#include <kernels/cuda/layout/reformat.h>
+
+#include <algorithm>
 
 #include <cstring>
 
@@ -30,21 +33,65 @@ class UnaryStep : public CudaStep {
   UnaryChoice choice_;
 };
 
+// [N, C, H, W] as laid out channels-last: [N, H, W, C].
+std::vector<int64_t> channelsLastOrder(const std::vector<int64_t>& d) { return {d[0], d[2], d[3], d[1]}; }
+
+// B's dims right-aligned to rank 4 ([C, 1, 1] -> [1, C, 1, 1]).
+std::vector<int64_t> asRank4(std::vector<int64_t> d) {
+  d.insert(d.begin(), 4 - std::min<size_t>(d.size(), 4), 1);
+  return d;
+}
+
 class BinaryStep : public CudaStep {
  public:
   BinaryStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
-      : CudaStep(layer, tactic, signature, device), op_(*binaryOpOf(layer)) {}
+      : CudaStep(layer, tactic, signature, device),
+        op_(*binaryOpOf(layer)),
+        channelsLast_(tactic.inputFormat(0) == TensorFormat::kNHWC) {}
+
+  // A channels-last A with a B that has more than one pixel: B re-laid out channels-last first.
+  uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
+    if (!channelsLast_ || inputs.size() < 2 || !bNeedsRelayout(inputs[1].dims)) return 0;
+    return uint64_t(inputs[1].elementCount()) * kernels::cuda::elementBytes(elementType(inputs[1]));
+  }
+
   void enqueue(const StepArgs& args, Stream& stream) const override {
     const TensorView &a = args.inputs[0], &b = args.inputs[1], &out = args.outputs[0];
     // Before opset 7 B broadcasts along `axis` (and PRelu's slope along the channels), as on the CPU.
-    const std::vector<int64_t> bDims = alignLegacyBroadcast(layer_, a.dims.size(), b.dims);
-    check(k::launchBinary(op_, input(args, 0), a.dims, input(args, 1), bDims, out.data, out.dims, elementType(a),
+    std::vector<int64_t> aDims = a.dims, bDims = alignLegacyBroadcast(layer_, a.dims.size(), b.dims), outDims = out.dims;
+    const void* bData = input(args, 1);
+    if (channelsLast_) {  // A and the output are [N, H, W, C] in memory; B is linear
+      aDims = channelsLastOrder(aDims);
+      outDims = channelsLastOrder(outDims);
+      const std::vector<int64_t> b4 = asRank4(bDims);
+      if (bNeedsRelayout(b.dims)) {
+        check(k::nchwToNhwc(bData, args.workspace, b4[0], b4[1], b4[2], b4[3], elementType(b), streamOf(stream)),
+              "re-laying out its second input");
+        bData = args.workspace;
+      }
+      bDims = channelsLastOrder(b4);  // one pixel: the same bytes in both layouts
+    }
+    check(k::launchBinary(op_, input(args, 0), aDims, bData, bDims, out.data, outDims, elementType(a),
                           streamOf(stream)));
   }
 
  private:
+  bool bNeedsRelayout(const std::vector<int64_t>& dims) const {
+    const std::vector<int64_t> b4 = asRank4(alignLegacyBroadcast(layer_, 4, dims));
+    return b4[2] * b4[3] > 1 && b4[1] > 1;
+  }
+
   kernels::BinaryOp op_;
+  bool channelsLast_;
 };
+
+// Add, Sub, Mul and Div read a 4-D A channels-last (and write their output so): a
+// squeeze-and-excitation scale ([N, C, 1, 1] times the feature map) keeps MobileNet's and
+// EfficientNet's channels-last chains whole. B stays linear.
+std::vector<size_t> arithmeticChannelsLastInputs(const Layer& layer, const std::string&) {
+  if (layer.inputs.size() != 2 || (layer.opsetVersion > 0 && layer.opsetVersion < 7)) return {};
+  return {0};
+}
 
 class PowStep : public CudaStep {
  public:
@@ -164,9 +211,15 @@ void registerElementwiseCudaOps(CudaOpRegistry& registry) {
                            "Floor", "Ceil", "Round", "Sigmoid", "Softplus", "Softsign", "HardSwish", "BitwiseNot",
                            "LeakyRelu", "Elu", "Celu", "ThresholdedRelu", "Selu", "HardSigmoid", "Shrink", "Gelu"})
     registry.add(name, stepOp<UnaryStep>(unaryTensors));
-  for (const char* name : {"Add", "Sub", "Mul", "Div", "PRelu", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Mod",
-                           "BitShift", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})
+  for (const char* name : {"PRelu", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Mod", "BitShift", "Equal", "Less",
+                           "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})
     registry.add(name, stepOp<BinaryStep>(numericTensors));
+  for (const char* name : {"Add", "Sub", "Mul", "Div"}) {
+    CudaOp op = stepOp<BinaryStep>(numericTensors);
+    op.channelsLastInputs = arithmeticChannelsLastInputs;
+    op.channelsLastInAndOut = true;
+    registry.add(name, op);
+  }
   registry.add("Pow", stepOp<PowStep>(numericTensors));
   registry.add("Where", stepOp<WhereStep>(numericTensors));
   for (const char* name : {"Sum", "Mean", "Min", "Max"}) registry.add(name, stepOp<VariadicStep>(numericTensors));
