@@ -32,15 +32,8 @@ int64_t outSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, in
   return (in + padBegin + padEnd - dilation * (kernel - 1) - 1) / stride + 1;
 }
 
-std::vector<double> nchwToNhwc(const std::vector<double>& v, int64_t n, int64_t c, int64_t hw) {
-  std::vector<double> out(v.size());
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t s = 0; s < hw; ++s) out[size_t((b * hw + s) * c + ch)] = v[size_t((b * c + ch) * hw + s)];
-  return out;
-}
-
-std::vector<double> nhwcToNchw(const std::vector<double>& v, int64_t n, int64_t c, int64_t hw) {
+// [n, hw, c] values -> [n, c, hw] (the CPU convolution's layout).
+std::vector<double> toChannelsFirst(const std::vector<double>& v, int64_t n, int64_t c, int64_t hw) {
   std::vector<double> out(v.size());
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ch = 0; ch < c; ++ch)
@@ -75,8 +68,8 @@ void check(const Case& c, const Epilogue& ep, ElementType type, int64_t offset =
   w.stride[1] = w.stride[2] = c.stride, w.dilation[1] = w.dilation[2] = c.dilation;
   w.padBegin[1] = c.padTop, w.padBegin[2] = c.padLeft, w.padEnd[1] = c.padBottom, w.padEnd[2] = c.padRight;
   auto floats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-  const std::vector<float> x = floats(nhwcToNchw(xNhwc, c.batch, c.channels, c.inH * c.inW));
-  const std::vector<float> residual = floats(nhwcToNchw(residualNhwc, c.batch, c.channels, outH * outW));
+  const std::vector<float> x = floats(toChannelsFirst(xNhwc, c.batch, c.channels, c.inH * c.inW));
+  const std::vector<float> residual = floats(toChannelsFirst(residualNhwc, c.batch, c.channels, outH * outW));
   const std::vector<float> filter = floats(filterValues), bias = floats(biasValues);
   cpu::Epilogue e;
   e.activation = ep.activation, e.alpha = ep.alpha, e.beta = ep.beta;
@@ -111,7 +104,7 @@ void check(const Case& c, const Epilogue& ep, ElementType type, int64_t offset =
   }));
   Bytes got = dy.download();
   got.erase(got.begin(), got.begin() + std::ptrdiff_t(shift));
-  const std::vector<double> actual = nhwcToNchw(valuesOf(got, type), c.batch, c.channels, outH * outW);
+  const std::vector<double> actual = toChannelsFirst(valuesOf(got, type), c.batch, c.channels, outH * outW);
   EXPECT_TRUE(closeValues(actual, std::vector<double>(expected.begin(), expected.end()), toleranceFor(type)));
 }
 

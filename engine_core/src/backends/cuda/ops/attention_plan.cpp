@@ -1,6 +1,7 @@
 #include "attention_plan.h"
 
 #include "../../../ops/fused.h"
+#include "../workspace_math.h"
 
 #include <kiln/error.h>
 
@@ -9,10 +10,7 @@
 namespace kiln::cuda {
 namespace {
 
-constexpr uint64_t kAlignment = 256;
 const char* const kTensorNames[4] = {"Q", "K", "V", "output"};
-
-uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   int64_t n = 1;

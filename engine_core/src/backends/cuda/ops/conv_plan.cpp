@@ -2,6 +2,7 @@
 
 #include "../../../ops/fused.h"
 #include "../../common/conv_geometry.h"
+#include "../workspace_math.h"
 
 #include <kiln/error.h>
 
@@ -11,12 +12,6 @@ namespace kiln::cuda {
 namespace {
 
 bool inputPresent(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
-
-int64_t product(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
 
 std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }
 

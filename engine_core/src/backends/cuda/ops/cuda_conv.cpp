@@ -18,6 +18,7 @@
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
 #include "../cudnn_conv.h"
+#include "../workspace_math.h"
 #include "conv_plan.h"
 #include "depthwise_conv.h"
 #include "graph_conv.h"
@@ -34,15 +35,6 @@ namespace {
 namespace k = kernels::cuda;
 
 constexpr uint64_t kCudnnWorkspaceLimit = uint64_t(256) << 20;
-constexpr uint64_t kAlignment = 256;
-
-uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
-int64_t product(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
 
 std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }
 

@@ -5,6 +5,7 @@
 #include "../../common/fused_epilogue.h"
 #include "../cuda_precision.h"
 #include "../cuda_step.h"
+#include "../workspace_math.h"
 #include "conv_plan.h"
 
 #include <kernels/cuda/conv/depthwise_conv.h>
@@ -18,15 +19,6 @@ namespace {
 namespace k = kernels::cuda;
 
 const std::string kTacticPrefix = "cuda.conv.depthwise.";
-constexpr uint64_t kAlignment = 256;
-
-uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
-int64_t product(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
 
 // The kernel's problem for X [N, C, H, W] and W [C, 1, KH, KW], when the layer is depthwise there.
 std::optional<k::DepthwiseConv2d> problemOf(const Layer& base, const std::vector<int64_t>& x,

@@ -16,6 +16,7 @@
 #include "../cuda_step.h"
 #include "../cudnn_conv.h"
 #include "../cudnn_conv_graph.h"
+#include "../workspace_math.h"
 #include "conv_plan.h"
 
 #include <kernels/cuda/layout/pad.h>
@@ -34,16 +35,7 @@ namespace k = kernels::cuda;
 constexpr const char* kTacticPrefix = "cudnn.graph.conv.";
 constexpr size_t kEngineCandidates = 4;  // re-resolving a config at run time; tactics list LayerInputs::candidateBudget
 constexpr size_t kUnfusedEngineCandidates = 2;  // of the convolution alone, beside a fused graph's (at most)
-constexpr uint64_t kAlignment = 256;
-
-uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 int64_t paddedChannels(int64_t c) { return (c + 7) / 8 * 8; }
-
-int64_t product(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
 
 // The largest power of two up to 16 that divides every pointer.
 int64_t alignmentOf(std::initializer_list<const void*> pointers) {

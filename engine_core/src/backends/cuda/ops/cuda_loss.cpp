@@ -7,6 +7,7 @@
 #include "../../../ops/reduction_softmax.h"
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
+#include "../workspace_math.h"
 
 #include <kiln/error.h>
 
@@ -18,10 +19,6 @@ namespace kiln::cuda {
 namespace {
 
 namespace k = kernels::cuda;
-
-constexpr uint64_t kAlignment = 256;
-
-uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 // The scores [N, C, d...] as [batch, classes, spatial].
 struct LossGeometry {

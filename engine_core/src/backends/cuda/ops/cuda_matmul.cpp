@@ -19,6 +19,7 @@
 #include "../cuda_epilogue.h"
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
+#include "../workspace_math.h"
 #include "matmul_plan.h"
 
 #include <kernels/cuda/elementwise/binary.h>
@@ -34,9 +35,6 @@ namespace k = kernels::cuda;
 using kernels::Activation;
 
 constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;  // NVIDIA's advice for Hopper (split-K needs it)
-constexpr uint64_t kAlignment = 256;
-
-uint64_t alignUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 bool inputPresent(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
 
