@@ -121,7 +121,14 @@ class EngineModelsTest : public QObject {
     QCOMPARE(requested.count(), 1);
 
     panel.setPrecisionAllowed(kiln::Precision::kFP16, true);
-    panel.setPrecisionAllowed(kiln::Precision::kFP8, true);  // disabled on the CPU backend: ignored
+    // FP8 quantizes the model's convolutions (the CPU backend runs fp8 layers): it needs
+    // calibration data or a cache before Build is offered.
+    panel.setPrecisionAllowed(kiln::Precision::kFP8, true);
+    QVERIFY(panel.config().allowFP8);
+    QVERIFY(!panel.buildButton()->isEnabled());
+    QVERIFY(panel.buildButton()->toolTip().contains("calibration"));
+    panel.setPrecisionAllowed(kiln::Precision::kFP8, false);
+    QVERIFY(panel.buildButton()->isEnabled());
     const kiln::BuilderConfig config = panel.config();
     QVERIFY(config.allowFP16 && !config.allowFP8 && !config.allowINT8);
     QCOMPARE(config.backend, kiln::BackendKind::kCpu);
@@ -132,7 +139,7 @@ class EngineModelsTest : public QObject {
     // INT8 without calibration data or a cache cannot build, and says why.
     panel.setPrecisionAllowed(kiln::Precision::kINT8, true);
     QVERIFY(!panel.buildButton()->isEnabled());
-    QVERIFY(panel.buildButton()->toolTip().contains("INT8 needs calibration data"));
+    QVERIFY(panel.buildButton()->toolTip().contains("INT8 and FP8 need calibration data"));
     QVERIFY(panel.profileErrorLabel()->isHidden());
     panel.setPrecisionAllowed(kiln::Precision::kINT8, false);
     QVERIFY(panel.buildButton()->isEnabled());

@@ -170,7 +170,7 @@ QString CalibrationSettings::problem() const {
   const QString data = data_->text().trimmed();
   if (data.isEmpty()) {
     if (cache_->text().trimmed().isEmpty())
-      return tr("INT8 needs calibration data or an existing calibration cache.");
+      return tr("INT8 and FP8 need calibration data or an existing calibration cache.");
     if (!QFileInfo::exists(cache_->text().trimmed()))
       return tr("The calibration cache does not exist yet: give calibration data to make it.");
     return {};
