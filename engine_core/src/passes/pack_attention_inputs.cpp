@@ -22,12 +22,6 @@ namespace {
 
 using namespace passes;
 
-int64_t product(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
 // A product that treats rows alone (y row r depends on x row r only): a MatMul
 // or kiln.FusedMatMul over MatMul with 2-D constant weights and no residual.
 bool isRowWise(const Network& network, const Layer& layer) {
@@ -115,7 +109,7 @@ std::optional<std::vector<int64_t>> packedDimsOf(const std::vector<StridedView>&
     for (size_t i = 0; i < rank; ++i)  // a dim of one element has no stride to match
       if (sizes[i] != 1 && strides[i] != wanted[i]) return std::nullopt;
   }
-  if (product(packed) != baseElements) return std::nullopt;
+  if (elementCount(packed) != baseElements) return std::nullopt;
   return packed;
 }
 
@@ -142,7 +136,7 @@ std::optional<Packing> packingOf(const Network& network, const GraphIndex& index
     for (const ViewChain& chain : chains)
       if (auto view = viewAlong(network, index, chain, base.view)) views.push_back(*view);
     if (views.size() != 3) continue;
-    if (auto packed = packedDimsOf(views, attention, product(base.storedDims))) {
+    if (auto packed = packedDimsOf(views, attention, elementCount(base.storedDims))) {
       std::set<size_t> chainLayers;
       for (const ViewChain& chain : chains)
         for (const ViewChain::Step& step : chain.steps) chainLayers.insert(step.layer);

@@ -67,7 +67,7 @@ ConvPlan convPlanOf(const Layer& layer, const ConvSpec& s, const std::vector<int
       c.x[i + 2] = x[i + 2] + (win.padBegin[a] - common) + (win.padEnd[a] - common);
       p.padInput = p.padInput || c.x[i + 2] != x[i + 2];
     }
-    if (p.padInput) p.bufferBytes = uint64_t(product(c.x)) * byteSize(s.storage);
+    if (p.padInput) p.bufferBytes = uint64_t(elementCount(c.x)) * byteSize(s.storage);
   } else {
     // window: the forward convolution from the output (window.in) back to X (window.out).
     c.y = p.outputDims;
@@ -91,9 +91,9 @@ ConvPlan convPlanOf(const Layer& layer, const ConvSpec& s, const std::vector<int
         p.cropOutput = true;
       }
     }
-    if (p.cropOutput) p.bufferBytes = uint64_t(product(c.y)) * byteSize(s.storage);
+    if (p.cropOutput) p.bufferBytes = uint64_t(elementCount(c.y)) * byteSize(s.storage);
   }
-  p.empty = product(p.outputDims) == 0;
+  p.empty = elementCount(p.outputDims) == 0;
   return p;
 }
 

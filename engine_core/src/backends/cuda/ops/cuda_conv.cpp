@@ -68,7 +68,7 @@ struct WorkspaceLayout {
 };
 
 WorkspaceLayout layoutOf(const ConvPlan& plan, const FusedEpilogue& epilogue, DataType storage) {
-  return {alignUp(ElementwiseEpilogue::scratchBytes(epilogue, product(plan.outputDims), storage)),
+  return {alignUp(ElementwiseEpilogue::scratchBytes(epilogue, elementCount(plan.outputDims), storage)),
           alignUp(plan.bufferBytes)};
 }
 

@@ -86,7 +86,7 @@ class DepthwiseConvStep : public CudaStep {
 
   void enqueue(const StepArgs& args, Stream& stream) const override {
     const TensorView& out = args.outputs[0];
-    if (product(out.dims) == 0) return;
+    if (elementCount(out.dims) == 0) return;
     const auto p = problemOf(spec_.base, args.inputs[kConvX].dims, args.inputs[kConvW].dims);
     if (!p)
       throw Error(ErrorCode::kUnsupported, name_ + ": input " + dimsToString(args.inputs[kConvX].dims) +

@@ -184,10 +184,10 @@ WorkspaceLayout layoutOf(const Resolved& r, const std::vector<int64_t>& x, const
   const uint64_t element = byteSize(p.type);
   WorkspaceLayout l;
   if (p.leavesActivation())
-    l.scratch = alignUp(ElementwiseEpilogue::scratchBytes(p.epilogue, product(p.y), p.type));
-  if (!formats.x || p.x[1] != x[1]) l.x = alignUp(uint64_t(product(p.x)) * element);
-  if (p.residual && !formats.residual) l.residual = alignUp(uint64_t(product(p.y)) * element);
-  if (!formats.y) l.y = alignUp(uint64_t(product(p.y)) * element);
+    l.scratch = alignUp(ElementwiseEpilogue::scratchBytes(p.epilogue, elementCount(p.y), p.type));
+  if (!formats.x || p.x[1] != x[1]) l.x = alignUp(uint64_t(elementCount(p.x)) * element);
+  if (p.residual && !formats.residual) l.residual = alignUp(uint64_t(elementCount(p.y)) * element);
+  if (!formats.y) l.y = alignUp(uint64_t(elementCount(p.y)) * element);
   l.cudnn = alignUp(r.plan->workspaceBytes());
   return l;
 }
@@ -237,7 +237,7 @@ class GraphConvStep : public CudaStep {
   }
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
-    if (inputs.size() < 2 || inputs[kConvX].dims.size() != 4 || product(inputs[kConvX].dims) == 0) return 0;
+    if (inputs.size() < 2 || inputs[kConvX].dims.size() != 4 || elementCount(inputs[kConvX].dims) == 0) return 0;
     const Resolved r =
         resolve(layer_, spec_, inputs[kConvX].dims, inputs[kConvW].dims, payload_, 16, device_.ordinal);
     return layoutOf(r, inputs[kConvX].dims, formats_).total();
@@ -249,7 +249,7 @@ class GraphConvStep : public CudaStep {
     auto* state = dynamic_cast<GraphConvState*>(args.state);
     if (!state) throw Error(ErrorCode::kInternal, name_ + ": enqueued without the state its step made");
     const TensorView& out = args.outputs[0];
-    if (product(out.dims) == 0) return;
+    if (elementCount(out.dims) == 0) return;
     const void* residual = spec_.hasResidual ? input(args, kConvResidual) : nullptr;
     const void* bias = spec_.hasBias ? input(args, kConvBias) : nullptr;
     const ShapeEntry& entry = shapeFor(*state, args, alignmentOf({input(args, kConvX), out.data, residual, bias}));
@@ -342,7 +342,7 @@ std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, co
                                      CudaDevice& device) {
   if (precision != Precision::kFP16 && precision != Precision::kBF16) return {};
   if (inputs.dims.size() <= kConvW || inputs.dims[kConvX].size() != 4 || inputs.dims[kConvW].size() != 4) return {};
-  if (inputs.weights.size() <= kConvW || !inputs.weights[kConvW] || product(inputs.dims[kConvX]) == 0) return {};
+  if (inputs.weights.size() <= kConvW || !inputs.weights[kConvW] || elementCount(inputs.dims[kConvX]) == 0) return {};
   std::vector<Tactic> tactics;
   try {
     const ConvSpec spec = convSpecOf(layer, precision, inputs.types.empty() ? DataType::kFloat32 : inputs.types[0]);
