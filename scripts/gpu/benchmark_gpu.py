@@ -8,8 +8,12 @@ as Kiln folds them), CNNs in channels_last; then `kiln build --backend cuda` and
 --no-data-transfers --cuda-graph` (GPU compute per batch, median). Kiln's outputs are checked against
 PyTorch's fp32 outputs on the same input (relative L2; fp16 must stay within 1e-2).
 
+Quantized rows (int8, fp8): `kiln build --fp16 --int8|--fp8 --calib-data` with calibration inputs
+drawn like the measured ones (another seed), against PyTorch's fp16 peers (measured once for the
+fp16 and quantized rows of a model) and Kiln's own fp16 row where the run has one.
+
   python3 scripts/gpu/benchmark_gpu.py --kiln BUNDLE/bin/kiln [--models resnet50,bert_base_s128]
-      [--precisions fp16,tf32] [--batches 1,large] [--modes eager,cudagraph,compile] [--out DIR]
+      [--precisions fp16,tf32,int8,fp8] [--batches 1,large] [--modes eager,cudagraph,compile] [--out DIR]
       [--opt-level 0-5]
 
 Prints one table row per (model, precision, batch) with Kiln's and the best peer's latency and
@@ -66,8 +70,11 @@ def make_model(name):
     raise SystemExit(f"benchmark_gpu.py: unknown model {name}")
 
 
-def make_inputs(name, batch):
-    g = torch.Generator().manual_seed(1)
+QUANTIZED = {"int8", "fp8"}
+
+
+def make_inputs(name, batch, seed=1):
+    g = torch.Generator().manual_seed(seed)
     if name.endswith("_s128"):
         return {"input_ids": torch.randint(0, 30000, (batch, 128), generator=g)}
     return {"x": torch.randn(batch, 3, 224, 224, generator=g)}
@@ -195,8 +202,13 @@ def kiln(args, name, batch, precision, inputs, onnx_path, work):
         os.remove(cache)
     build = [args.kiln, "build", onnx_path, "--backend", "cuda", "--save", plan, "--timing-cache", cache,
              "--opt-level", str(args.opt_level)]
-    if precision == "fp16":
+    if precision in ("fp16", *QUANTIZED):
         build.append("--fp16")
+    if precision in QUANTIZED:  # calibrated on inputs like the measured ones, another seed
+        calib = os.path.join(work, f"{name}_b{batch}_calibration.npy")
+        if not os.path.exists(calib):
+            np.save(calib, next(iter(make_inputs(name, batch, seed=2).values())).numpy())
+        build += ["--" + precision, "--calib-data", calib]
     start = time.time()
     if run(build, log):
         return {"error": "build failed (see " + log + ")"}
@@ -289,15 +301,28 @@ def main():
             except Exception as e:  # a model that does not export is reported; the others still run
                 print(f"# {name} b{batch}: export failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
                 continue
+            peers_of = {}  # peer precision -> the peers' times, shared by the fp16 and quantized rows
+            kiln_fp16_ms = None
             for precision in args.precisions.split(","):
                 row = {"model": name, "batch": batch, "precision": precision, "peers": {}}
+                peer_precision = "fp16" if precision in QUANTIZED else precision
+                if peer_precision in peers_of:
+                    row["peers"] = dict(peers_of[peer_precision])
                 for mode in args.modes.split(","):
+                    if peer_precision in peers_of:
+                        break
                     try:
-                        row["peers"][mode + ("+cl" if name in CNN else "")] = peer(name, batch, precision, mode, inputs)
+                        row["peers"][mode + ("+cl" if name in CNN else "")] = peer(name, batch, peer_precision, mode,
+                                                                                   inputs)
                     except Exception as e:  # a peer that fails is reported, not fatal
                         row["peers"][mode] = None
                         print(f"# {name} {precision} b{batch} {mode}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                peers_of[peer_precision] = dict(row["peers"])
                 k = kiln(args, name, batch, precision, inputs, onnx_path, work)
+                if precision == "fp16":
+                    kiln_fp16_ms = k.get("ms")
+                if precision in QUANTIZED:
+                    row["kiln_fp16_ms"] = kiln_fp16_ms
                 row["kiln_ms"] = k.get("ms")
                 row["kiln_error"] = k.get("error")
                 row["build_s"] = k.get("build_s")
@@ -325,8 +350,12 @@ def print_row(row, flush_header):
     build = f"{row['build_s']:8.1f}" if row.get("build_s") else f"{'-':>8s}"
     if row.get("warm_build_s"):
         build += f" (warm {row['warm_build_s']:.1f})"
+    versus_fp16 = ""
+    if row.get("kiln_fp16_ms") and kms:
+        versus_fp16 = f"  (Kiln fp16 {row['kiln_fp16_ms']:.3f} ms: {row['kiln_fp16_ms'] / kms:.2f}x)"
     print(f"{row['model']:20s} {row['precision']:5s} {row['batch']:5d} {kiln_text} {best:>18s} {peer_text} {ratio} "
-          f"{row['rel_l2']:9.2e} {build}" + (f"  ({row['kiln_error']})" if row.get("kiln_error") else ""), flush=True)
+          f"{row['rel_l2']:9.2e} {build}" + (f"  ({row['kiln_error']})" if row.get("kiln_error") else "") +
+          versus_fp16, flush=True)
 
 
 if __name__ == "__main__":

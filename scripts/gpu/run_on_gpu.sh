@@ -53,6 +53,7 @@ gtests() { "$@" --gtest_filter="$filter" --gtest_brief=1; }
 
 if ((tests)); then
 run kernels gtests "$bin/kiln_cuda_tests"
+run plans gtests "$bin/kiln_cuda_plan_tests"
 run agreement gtests "$bin/kiln_gpu_tests"
 conformance=("$bin/kiln_onnx_node_tests" --excluded "$data/excluded_tests.txt" --batch 40 --jobs 6 --min-pass-rate 0)
 if ((conformance_suites)); then

@@ -10,7 +10,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-programs=(kiln kiln_cuda_tests kiln_gpu_tests kiln_models_tests kiln_onnx_node_tests)
+programs=(kiln kiln_cuda_tests kiln_gpu_tests kiln_models_tests kiln_onnx_node_tests kiln_cuda_plan_tests)
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 [[ -f build/default/build.ninja ]] || cmake --preset default >/dev/null
 cmake --build --preset default --target "${programs[@]}" kiln_cuda_backend

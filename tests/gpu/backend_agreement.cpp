@@ -137,7 +137,9 @@ Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std:
     }
     EXPECT_TRUE(finite) << "output '" << name << "' has NaN or infinity where the CPU has none (or the reverse)";
     if (exact) EXPECT_EQ(error, 0.0) << "output '" << name << "' differs from the CPU's";
-    else EXPECT_LE(nmse, nmseTolerance(precision)) << "output '" << name << "' NMSE against the CPU";
+    else
+      EXPECT_LE(nmse, options.nmseTolerance > 0 ? options.nmseTolerance : nmseTolerance(precision))
+          << "output '" << name << "' NMSE against the CPU";
   }
   return result;
 }

@@ -40,6 +40,7 @@ struct AgreementOptions {
   Precision precision = Precision::kFP32;
   bool requireEveryLayerOnGpu = true;
   std::map<std::string, std::string> forcedTactics;  // layer name -> tactic, for the CUDA build
+  double nmseTolerance = 0;  // the bound on every float output's NMSE; 0: nmseTolerance(precision)
 };
 
 // Builds `modelBytes` (an ONNX ModelProto) for both backends (CUDA with `precision`; fp16/bf16

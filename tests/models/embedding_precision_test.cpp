@@ -79,7 +79,6 @@ class EmbeddingPrecision : public ::testing::Test {
 TEST_F(EmbeddingPrecision, BisectionAndAdvisorAgreeOnTheOneConvolutionToKeepWithMinmax) {
   KILN_REQUIRE_MODEL(kModel);
   KILN_REQUIRE_MODEL(kMelModel);
-  if (!int8SkipReason().empty()) GTEST_SKIP() << int8SkipReason();
   if (calibrationBatches_ == 0) GTEST_SKIP() << "SKIPPED: " << owkw::whyNoSpeech();
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
   options_.config.calibration.calibrator = CalibratorKind::kMinMax;
@@ -111,7 +110,6 @@ TEST_F(EmbeddingPrecision, BisectionAndAdvisorAgreeOnTheOneConvolutionToKeepWith
 TEST_F(EmbeddingPrecision, WithEntropyCalibrationTheBisectionKeepsASetThatMeetsTheCriterion) {
   KILN_REQUIRE_MODEL(kModel);
   KILN_REQUIRE_MODEL(kMelModel);
-  if (!int8SkipReason().empty()) GTEST_SKIP() << int8SkipReason();
   if (calibrationBatches_ == 0) GTEST_SKIP() << "SKIPPED: " << owkw::whyNoSpeech();
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
   options_.criterion.minCosine = 0.99;  // entropy clips every activation: the error is spread out
@@ -134,7 +132,6 @@ TEST_F(EmbeddingPrecision, WithEntropyCalibrationTheBisectionKeepsASetThatMeetsT
 TEST_F(EmbeddingPrecision, WithFp8TheBisectionKeepsTheFirstConvolutionAndMeets099) {
   KILN_REQUIRE_MODEL(kModel);
   KILN_REQUIRE_MODEL(kMelModel);
-  if (!int8SkipReason().empty()) GTEST_SKIP() << int8SkipReason();
   if (calibrationBatches_ == 0) GTEST_SKIP() << "SKIPPED: " << owkw::whyNoSpeech();
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
   options_.config.allowINT8 = false;

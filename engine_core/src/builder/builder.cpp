@@ -244,6 +244,8 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   for (size_t i = 0; i < precisions.size(); ++i) plan.layers[i].precision = precisions[i];
   const ShapeValuePlan shapeValues = analyzeShapeValues(*network, profilePoints(*network, config, ProfilePoint::kMax));
   placeLayers(*network, shapeValues, *engineBackend, config.strictDevice, plan.layers, report.warnings);
+  giveQuantizedLayersFloatStorage(*network, config,
+                                  [&](size_t i) -> const Backend& { return backends.named(plan.layers[i].backend); });
   for (const auto& w : report.warnings) logger_.log(Severity::kWarning, w);
   for (size_t i = 0; i < network->layers().size(); ++i) {
     const Layer& l = network->layers()[i];

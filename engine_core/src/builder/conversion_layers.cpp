@@ -4,6 +4,7 @@
 
 #include "../ops/conversion.h"
 #include "../ops/fused.h"
+#include "../ops/quantized.h"
 #include "../runtime/subgraph_cache.h"
 
 #include <algorithm>
@@ -17,6 +18,15 @@ DataType storageTypeOf(Precision precision) {
     case Precision::kBF16: return DataType::kBFloat16;
     default: return DataType::kFloat32;
   }
+}
+
+DataType activationStorageOf(const Layer& layer, Precision precision) {
+  if (quantized::isQuantizedLayer(layer)) {
+    const std::string storage = layer.attrString(quantized::kFloatStorage, "");
+    if (storage == "fp16") return DataType::kFloat16;
+    if (storage == "bf16") return DataType::kBFloat16;
+  }
+  return storageTypeOf(precision);
 }
 
 namespace {
@@ -173,7 +183,7 @@ void placeTensorsAndConvert(Network& network, std::vector<PlannedLayer>& layers,
       const bool graphOutput = std::find(graphOutputs.begin(), graphOutputs.end(), name) != graphOutputs.end();
       if (t.dtype == DataType::kFloat32 && p.phase == LayerPhase::kLaunch &&
           !(graphOutput && backend.convertsFloatStorage()))
-        place.storage = storageTypeOf(p.precision);
+        place.storage = activationStorageOf(layer, p.precision);
       tensors[name] = place;
     }
   }
@@ -228,7 +238,7 @@ void placeTensorsAndConvert(Network& network, std::vector<PlannedLayer>& layers,
         PlannedTensor want = have;
         want.space = valueInput || isObject(*t) ? MemorySpace::kHost : backend.memorySpace();
         if (!valueInput && !backend.convertsFloatStorage())
-          want.storage = t->dtype == DataType::kFloat32 ? storageTypeOf(p.precision) : t->dtype;
+          want.storage = t->dtype == DataType::kFloat32 ? activationStorageOf(layer, p.precision) : t->dtype;
         want.format = k < p.inputFormats.size() ? p.inputFormats[k] : TensorFormat::kLinear;
         if (!samePlace(have, want)) layer.inputs[k] = converter.convert(name, want);
       }

@@ -30,4 +30,9 @@ void placeTensorsAndConvert(Network& network, std::vector<PlannedLayer>& layers,
 // The storage type of activations computed in `precision` (fp16, bf16 or fp32).
 DataType storageTypeOf(Precision precision);
 
+// The storage type of a layer's float32 activations: its precision's, except for a quantized layer
+// (int8, fp8, fp4: float32 storage) to which the builder gave its engine's float storage
+// (quantized::kFloatStorage, "fp16" / "bf16").
+DataType activationStorageOf(const Layer& layer, Precision precision);
+
 }  // namespace kiln

@@ -138,4 +138,15 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
   return survey.keptFloat;
 }
 
+void giveQuantizedLayersFloatStorage(Network& network, const BuilderConfig& config,
+                                     const std::function<const Backend&(size_t)>& backendOf) {
+  const Precision storage = config.storagePrecision();
+  if (storage != Precision::kFP16 && storage != Precision::kBF16) return;
+  for (size_t i = 0; i < network.layers().size(); ++i) {
+    Layer& layer = network.layers()[i];
+    if (!quantized::isQuantizedLayer(layer) || backendOf(i).convertsFloatStorage()) continue;
+    layer.attributes[quantized::kFloatStorage] = std::string(storage == Precision::kFP16 ? "fp16" : "bf16");
+  }
+}
+
 }  // namespace kiln

@@ -12,6 +12,7 @@
 #include <kiln/builder_config.h>
 #include <kiln/network.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -40,5 +41,12 @@ bool isExplicitlyQuantized(const Network& model);
 std::map<std::string, std::string> fuseExplicitQuantization(const Network& model, Network& network,
                                                             const BuilderConfig& config, const Backend& engine,
                                                             BuildReport& report);
+
+// Gives each quantized layer that runs on a backend keeping fp16 / bf16 activations itself (not
+// converting float storage, as the CUDA backend) the build's float storage
+// (quantized::kFloatStorage), so an fp16 engine needs no Cast layers around its int8 layers.
+// `backendOf(i)` is the backend layer i runs on.
+void giveQuantizedLayersFloatStorage(Network& network, const BuilderConfig& config,
+                                     const std::function<const Backend&(size_t)>& backendOf);
 
 }  // namespace kiln

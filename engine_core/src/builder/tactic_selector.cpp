@@ -99,7 +99,8 @@ std::optional<TacticSelector::Tensors> TacticSelector::makeTensors(const Network
   // What the step's memory holds: the layer's precision for float32 tensors on backends that read
   // and write exactly that, the declared type elsewhere.
   auto storage = [&](DataType declared) {
-    return declared == DataType::kFloat32 && !backend_.convertsFloatStorage() ? storageTypeOf(precision) : declared;
+    return declared == DataType::kFloat32 && !backend_.convertsFloatStorage() ? activationStorageOf(layer, precision)
+                                                                              : declared;
   };
   auto make = [&](const std::string& name, bool input) -> std::optional<TensorView> {
     TensorView view;

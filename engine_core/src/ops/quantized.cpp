@@ -172,7 +172,7 @@ void inferAsFloatBase(InferenceContext& ctx, const std::string& baseType, size_t
   base.domain.clear();
   base.opType = baseType;
   for (const char* key : {fused::kBase, fused::kActivation, fused::kActivationAlpha, fused::kActivationBeta,
-                          fused::kResidualBeforeActivation, quantized::kPrecision})
+                          fused::kResidualBeforeActivation, quantized::kPrecision, quantized::kFloatStorage})
     base.attributes.erase(key);
   base.inputs.resize(std::min(base.inputs.size(), baseInputs));
   while (!base.inputs.empty() && base.inputs.back().empty()) base.inputs.pop_back();

@@ -32,6 +32,11 @@ inline constexpr size_t kMaxInputCount = 11;
 inline constexpr const char* kPrecision = "precision";
 inline constexpr int64_t kFp4BlockSize = 16;
 
+// The storage type ("fp16" or "bf16"; absent: fp32) of the layer's float activations, where the
+// builder runs it on a backend that keeps fp16 / bf16 tensors itself (the CUDA backend): in an fp16
+// engine it reads and writes fp16 like its neighbours instead of fp32 through Cast layers.
+inline constexpr const char* kFloatStorage = "float_storage";
+
 // The activation range of symmetric int8 quantization: q = saturate(round_half_even(x / scale)).
 inline constexpr int kQuantizedMin = -128, kQuantizedMax = 127;
 

@@ -3,7 +3,7 @@
 #include <kernels/cuda/common/device_types.cuh>
 #include <kernels/cuda/common/launch.cuh>
 #include <kernels/cuda/elementwise/fast_divider.h>
-#include <kernels/cuda/elementwise/unary_ops.h>
+#include <kernels/cuda/elementwise/fused_activation.cuh>
 
 #include <limits>
 
@@ -15,26 +15,6 @@ struct Geometry {
   int32_t channels, inH, inW, outH, outW, kH, kW, sH, sW, dH, dW, padT, padL;
   int32_t count;  // output pixels times channel groups
 };
-
-__device__ __forceinline__ float activate(float v, Activation a, float alpha, float beta) {
-  UnaryParams params;
-  params.alpha = alpha;
-  params.beta = beta;
-  switch (a) {
-    case Activation::kNone: return v;
-    case Activation::kRelu: return UnaryFn<UnaryOp::kRelu>{params}(v);
-    case Activation::kClip: return clipValue(v, true, alpha, true, beta);
-    case Activation::kSigmoid: return UnaryFn<UnaryOp::kSigmoid>{params}(v);
-    case Activation::kHardSigmoid: return UnaryFn<UnaryOp::kHardSigmoid>{params}(v);
-    case Activation::kHardSwish: return UnaryFn<UnaryOp::kHardSwish>{params}(v);
-    case Activation::kSiLU: return v * UnaryFn<UnaryOp::kSigmoid>{params}(v);
-    case Activation::kGelu: return UnaryFn<UnaryOp::kGelu>{params}(v);
-    case Activation::kGeluTanh: return UnaryFn<UnaryOp::kGeluTanh>{params}(v);
-    case Activation::kLeakyRelu: return UnaryFn<UnaryOp::kLeakyRelu>{params}(v);
-    case Activation::kTanh: return UnaryFn<UnaryOp::kTanh>{params}(v);
-  }
-  return v;
-}
 
 // V channels a thread: 16 bytes of T where the channel count allows, else one.
 template <class T, int V>
@@ -106,7 +86,7 @@ __global__ void depthwiseKernel(const T* __restrict__ x, const float* __restrict
     Vec<T, V> out;
 #pragma unroll
     for (int v = 0; v < V; ++v)
-      out.v[v] = fromCompute<T>(activate(acc[v] + before[v], e.activation, e.alpha, e.beta) + after[v]);
+      out.v[v] = fromCompute<T>(fusedActivation(acc[v] + before[v], e.activation, e.alpha, e.beta) + after[v]);
     *reinterpret_cast<Vec<T, V>*>(y + at) = out;
   }
 }

@@ -31,12 +31,6 @@ BackendKind testBackend() {
   return BackendKind::kCpu;
 }
 
-std::string int8SkipReason() {
-  return testBackend() == BackendKind::kCuda
-             ? "SKIPPED: the CUDA backend has no INT8 kernels yet (its INT8 builds stay float, as the report says)"
-             : "";
-}
-
 ShapeRange rangeAlong(std::vector<int64_t> dims, size_t axis, int64_t lo, int64_t opt, int64_t hi) {
   ShapeRange range{dims, dims, dims};
   range.min[axis] = lo;

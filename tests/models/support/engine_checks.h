@@ -28,8 +28,6 @@ inline constexpr double kFp32ProbabilityTolerance = 5e-5;
 
 // The backend the model tests build for: KILN_TEST_BACKEND's, else the CPU.
 BackendKind testBackend();
-// Why INT8 checks cannot run on that backend (empty when they can).
-std::string int8SkipReason();
 
 // An engine for `network` from kiln::Builder (CPU backend, or the one KILN_TEST_BACKEND names;
 // default optimisation level), with fp16 allowed or not, for the given profiles; loaded back from

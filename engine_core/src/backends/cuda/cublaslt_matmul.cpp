@@ -44,7 +44,27 @@ bool GemmShape::hasBias() const {
 namespace {
 
 const char* typeName(cudaDataType_t t) {
-  return t == CUDA_R_32F ? "fp32" : t == CUDA_R_16F ? "fp16" : t == CUDA_R_16BF ? "bf16" : "other";
+  switch (t) {
+    case CUDA_R_32F:
+      return "fp32";
+    case CUDA_R_16F:
+      return "fp16";
+    case CUDA_R_16BF:
+      return "bf16";
+    case CUDA_R_8I:
+      return "int8";
+    case CUDA_R_32I:
+      return "int32";
+    case CUDA_R_8F_E4M3:
+      return "fp8e4m3";
+    default:
+      return "other";
+  }
+}
+
+// int8 products into int32 scale by integers; every other product takes float alpha and beta.
+cudaDataType_t scaleTypeOf(const GemmShape& shape) {
+  return shape.compute == CUBLAS_COMPUTE_32I && shape.cdType == CUDA_R_32I ? CUDA_R_32I : CUDA_R_32F;
 }
 
 }  // namespace
@@ -54,6 +74,7 @@ std::string GemmShape::describe() const {
                   typeName(abType) + (abType == cdType ? "" : std::string("->") + typeName(cdType));
   if (transA || transB) s += std::string(" trans") + (transA ? "A" : "") + (transB ? "B" : "");
   if (compute == CUBLAS_COMPUTE_32F_FAST_TF32) s += " tf32";
+  if (columnScales) s += rowScales ? " row- and column-scaled" : " column-scaled";
   if (batch > 1) s += " batch " + std::to_string(batch);
   return s;
 }
@@ -61,7 +82,8 @@ std::string GemmShape::describe() const {
 LtGemm::LtGemm(const GemmShape& shape) : shape_(shape) {
   const std::string what = "cuBLASLt descriptors for a " + shape.describe() + " product";
   try {
-    checkCublas(cublasLtMatmulDescCreate(&desc_, shape.compute, CUDA_R_32F), what + " (cublasLtMatmulDescCreate)");
+    checkCublas(cublasLtMatmulDescCreate(&desc_, shape.compute, scaleTypeOf(shape)),
+                what + " (cublasLtMatmulDescCreate)");
     // cuBLASLt's A is Kiln's B: stored k×n row-major (column-major n×k, used as is) or, with
     // transB, n×k row-major (column-major k×n, transposed). Likewise its B is Kiln's A.
     const cublasOperation_t opA = shape.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -74,6 +96,10 @@ LtGemm::LtGemm(const GemmShape& shape) : shape_(shape) {
     setDesc(CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA));
     setDesc(CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB));
     setDesc(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+    const int32_t outerVector = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    if (shape.columnScales)  // cuBLASLt's A is Kiln's B: its rows are D's columns
+      setDesc(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &outerVector, sizeof(outerVector));
+    if (shape.rowScales) setDesc(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &outerVector, sizeof(outerVector));
 
     auto layout = [&](cublasLtMatrixLayout_t& out, cudaDataType_t type, int64_t rows, int64_t cols, int64_t stride) {
       checkCublas(cublasLtMatrixLayoutCreate(&out, type, uint64_t(rows), uint64_t(cols), rows),
@@ -117,14 +143,26 @@ void LtGemm::release() {
   }
 }
 
-void LtGemm::setBias(const void* bias) {
-  if (!shape_.hasBias() || bias == bias_) return;
-  const cublasStatus_t status =
-      cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+void LtGemm::setPointer(cublasLtMatmulDescAttributes_t attribute, const void* pointer, const void*& current,
+                        const char* what) {
+  if (pointer == current) return;
+  const cublasStatus_t status = cublasLtMatmulDescSetAttribute(desc_, attribute, &pointer, sizeof(pointer));
   if (status != CUBLAS_STATUS_SUCCESS)
-    checkCublas(status, "setting the bias of a " + shape_.describe() +
-                            " product (cublasLtMatmulDescSetAttribute BIAS_POINTER)");
-  bias_ = bias;
+    checkCublas(status, std::string("setting the ") + what + " of a " + shape_.describe() +
+                            " product (cublasLtMatmulDescSetAttribute " + std::to_string(int(attribute)) + ")");
+  current = pointer;
+}
+
+void LtGemm::setBias(const void* bias) {
+  if (shape_.hasBias()) setPointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, bias_, "bias");
+}
+
+void LtGemm::setColumnScales(const float* scales) {
+  if (shape_.columnScales) setPointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, scales, columnScales_, "column scales");
+}
+
+void LtGemm::setRowScales(const float* scales) {
+  if (shape_.rowScales) setPointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, scales, rowScales_, "row scales");
 }
 
 std::vector<cublasLtMatmulHeuristicResult_t> LtGemm::heuristics(cublasLtHandle_t handle, int count,
@@ -133,6 +171,8 @@ std::vector<cublasLtMatmulHeuristicResult_t> LtGemm::heuristics(cublasLtHandle_t
   // The heuristic reads the bias pointer's value for its alignment only; until a launch gives the
   // real one, stand in a 256-byte aligned address (biases are uploaded weights, 256-byte aligned).
   if (shape_.hasBias() && !bias_) setBias(reinterpret_cast<const void*>(uintptr_t(256)));
+  if (shape_.columnScales && !columnScales_) setColumnScales(reinterpret_cast<const float*>(uintptr_t(256)));
+  if (shape_.rowScales && !rowScales_) setRowScales(reinterpret_cast<const float*>(uintptr_t(256)));
   cublasLtMatmulPreference_t preference = nullptr;
   checkCublas(cublasLtMatmulPreferenceCreate(&preference), what + " (cublasLtMatmulPreferenceCreate)");
   std::vector<cublasLtMatmulHeuristicResult_t> results(size_t(std::max(count, 1)));
@@ -160,6 +200,8 @@ std::vector<cublasLtMatmulHeuristicResult_t> LtGemm::heuristics(cublasLtHandle_t
 
 std::optional<uint64_t> LtGemm::check(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo) {
   if (shape_.hasBias() && !bias_) setBias(reinterpret_cast<const void*>(uintptr_t(256)));
+  if (shape_.columnScales && !columnScales_) setColumnScales(reinterpret_cast<const float*>(uintptr_t(256)));
+  if (shape_.rowScales && !rowScales_) setRowScales(reinterpret_cast<const float*>(uintptr_t(256)));
   cublasLtMatmulHeuristicResult_t result{};
   const cublasStatus_t status = cublasLtMatmulAlgoCheck(handle, desc_, ltA_, ltB_, ltC_, ltD_, &algo, &result);
   if (status != CUBLAS_STATUS_SUCCESS || result.state != CUBLAS_STATUS_SUCCESS) return std::nullopt;
@@ -170,9 +212,13 @@ void LtGemm::run(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo, floa
                  float beta, const void* c, void* d, const void* bias, void* workspace, uint64_t workspaceBytes,
                  cudaStream_t stream, const std::string& what) {
   setBias(bias);
+  const int32_t alphaInt = int32_t(alpha), betaInt = int32_t(beta);
+  const bool integerScale = scaleTypeOf(shape_) == CUDA_R_32I;
+  const void* alphaPtr = integerScale ? static_cast<const void*>(&alphaInt) : &alpha;
+  const void* betaPtr = integerScale ? static_cast<const void*>(&betaInt) : &beta;
   // cuBLASLt's operands in its roles: its A is Kiln's B, its B Kiln's A (see the header).
-  const cublasStatus_t status = cublasLtMatmul(handle, desc_, &alpha, b, ltA_, a, ltB_, &beta, c, ltC_, d, ltD_, &algo,
-                                               workspace, size_t(workspaceBytes), stream);
+  const cublasStatus_t status = cublasLtMatmul(handle, desc_, alphaPtr, b, ltA_, a, ltB_, betaPtr, c, ltC_, d, ltD_,
+                                               &algo, workspace, size_t(workspaceBytes), stream);
   if (status != CUBLAS_STATUS_SUCCESS)  // the message is only built on failure: launches allocate nothing
     checkCublas(status, what + ": cublasLtMatmul on a " + shape_.describe() + " product");
 }

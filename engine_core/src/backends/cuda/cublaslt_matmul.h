@@ -38,6 +38,12 @@ struct GemmShape {
   cudaDataType_t abType = CUDA_R_32F, cdType = CUDA_R_32F;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  // fp8 products: column j of D is scaled by a device fp32 vector of n values (cuBLASLt's A scale
+  // in OUTER_VEC_32F mode; LtGemm::setColumnScales), a quantized layer's per-channel dequantization.
+  bool columnScales = false;
+  // ... and row i of D by a vector of m values (cuBLASLt's B scale in OUTER_VEC_32F mode), where
+  // cuBLASLt takes outer-vector scales only on both operands.
+  bool rowScales = false;
 
   bool hasBias() const;
   std::string describe() const;  // for messages: "64x32x128 fp16 batch 4"
@@ -70,13 +76,21 @@ class LtGemm {
   // The workspace `algo` needs for this shape, or nullopt when it cannot run it (another cuBLASLt
   // version, another shape).
   std::optional<uint64_t> check(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo);
-  // Enqueues the product; `what` names the caller for errors. `c` may equal `d` (in place).
+  // The per-column scales of a columnScales product (n fp32 values on the device).
+  void setColumnScales(const float* scales);
+  // The per-row scales of a rowScales product (m fp32 values on the device).
+  void setRowScales(const float* scales);
+  // Enqueues the product; `what` names the caller for errors. `c` may equal `d` (in place). An
+  // int8 product into int32 (compute 32I) takes alpha and beta as integers (they are converted).
   void run(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo, float alpha, const void* a, const void* b,
            float beta, const void* c, void* d, const void* bias, void* workspace, uint64_t workspaceBytes,
            cudaStream_t stream, const std::string& what);
 
  private:
   void setBias(const void* bias);
+  // Sets a pointer attribute of the descriptor unless `current` holds it already.
+  void setPointer(cublasLtMatmulDescAttributes_t attribute, const void* pointer, const void*& current,
+                  const char* what);
   void release();
 
   GemmShape shape_;
@@ -84,6 +98,8 @@ class LtGemm {
   // In cuBLASLt's roles: ltA holds Kiln's B, ltB Kiln's A.
   cublasLtMatrixLayout_t ltA_ = nullptr, ltB_ = nullptr, ltC_ = nullptr, ltD_ = nullptr;
   const void* bias_ = nullptr;
+  const void* columnScales_ = nullptr;
+  const void* rowScales_ = nullptr;
 };
 
 // The largest power of two up to 256 dividing every address (nullptr ignored) and byte offset given.

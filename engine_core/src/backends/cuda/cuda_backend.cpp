@@ -3,6 +3,7 @@
 // plan or `--backend cuda` asks for it.
 #include <kiln/error.h>
 
+#include "../../ops/quantized.h"
 #include "../../ops/weight_only.h"
 #include "../backend.h"
 #include "cuda_device.h"
@@ -89,8 +90,11 @@ class CudaBackend : public Backend {
                           : std::string("the CUDA backend has no fp4 (NVFP4) kernels yet")) +
                          "; Kiln emulates fp4 on the CPU backend (--backend cpu) to judge its accuracy"};
     }
-    if (precision == Precision::kINT8 || precision == Precision::kFP8)
-      return {false, "the CUDA backend has no " + std::string(toString(precision)) + " kernels yet"};
+    // int8 and fp8 run as the quantized layers the builder makes (their own precision attribute
+    // says which, whatever is asked); other layers take no such precision.
+    if ((precision == Precision::kINT8 || precision == Precision::kFP8) && !quantized::isQuantizedLayer(layer))
+      return {false, "the CUDA backend runs " + std::string(toString(precision)) +
+                         " only as quantized Conv / MatMul layers (kiln.QuantizedConv / QuantizedMatMul)"};
     if (weight_only::isWeightOnlyLayer(layer))  // the builder then keeps such layers float32 on the GPU
       return {false, "the CUDA backend has no int4 weight-only kernel yet (the GEMM that dequantizes int4 weights "
                      "in its prologue is to come)"};

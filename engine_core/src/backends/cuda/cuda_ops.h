@@ -92,6 +92,7 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Selection)                   \
   X(Sampling)                    \
   X(IntegerMath)                 \
+  X(Quantized)                   \
   X(Reduce)                      \
   X(Loss)
 

@@ -1,0 +1,155 @@
+// CPU and CUDA engines agree on int8 and fp8 layers (kiln.QuantizedConv / QuantizedMatMul on
+// cuBLASLt's 8-bit products, cuda_quantized.cpp): Q/DQ models as onnxruntime (uint8 asymmetric
+// activations, int8 per-channel weights, int32 biases), pytorch-quantization (int8 symmetric) and
+// an FP8 export (e4m3) write them, with odd channel counts and depths (padded to 16 on the GPU),
+// strided, padded and 1x1 convolutions, a 3-channel 7x7 stem, residuals, and batched matmuls; every
+// layer quantized on the GPU. The integer sums are exact on both, so int8 in fp32 agrees to float
+// rounding; fp16 engines quantize fp16 inputs. Hopper's fp8 tensor cores do not sum in full fp32
+// (their products are exact, the running sum keeps fewer mantissa bits between promotions), so fp8
+// differs from the CPU's exact fp32 emulation by about 1e-5 of a value (measured NMSE 1e-9 to
+// 2e-8 in fp32, 1e-5 in fp16): fp8 outputs are held to NMSE 1e-7 (fp16: 5e-5).
+#include "common/qdq_models.h"
+#include "gpu/backend_agreement.h"
+
+#include <kiln/shape.h>
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+using namespace kiln;
+using kiln::test::ModelBuilder;
+using kiln::test::QdqStyle;
+using kiln::test::QdqWriter;
+using namespace kiln::test::onnx_types;
+
+namespace {
+
+// The NMSE bound of a style's outputs at a precision (see above for fp8).
+double toleranceOf(QdqStyle style, Precision precision) {
+  if (style != QdqStyle::kFloat8) return 0;  // the harness's: int8 sums are exact
+  return precision == Precision::kFP32 ? 1e-7 : 5e-5;
+}
+
+const char* styleName(QdqStyle style) {
+  return style == QdqStyle::kOnnxRuntime ? "onnxruntime uint8" : style == QdqStyle::kSymmetricInt8 ? "int8" : "fp8";
+}
+
+void expectQuantizedOnGpu(const test::Agreement& agreement, const std::string& type, int64_t atLeast) {
+  int64_t count = 0;
+  for (const LayerSummary& l : agreement.gpuLayers)
+    if (l.type == type) {
+      ++count;
+      EXPECT_TRUE(l.precision == "int8" || l.precision == "fp8") << l.name << " is " << l.precision;
+      EXPECT_EQ(l.tactic.rfind("cublaslt.", 0), 0u) << l.name << " ran " << l.tactic;
+    }
+  EXPECT_GE(count, atLeast) << "quantized layers of type " << type << " on the GPU";
+}
+
+// x [N, C, H, W] -> Q/DQ -> Conv (kernel k, stride s, pad k / 2) + bias -> Relu, optionally + a
+// residual (the quantized input, dequantized: a float residual) when the shapes allow.
+ModelBuilder convModel(QdqStyle style, std::vector<int64_t> x, int64_t outChannels, int64_t kernel, int64_t stride,
+                       bool residual) {
+  ModelBuilder mb(style == QdqStyle::kFloat8 ? 19 : 17);
+  mb.input("x", kFloat, x).output("y");
+  QdqWriter q(mb, style);
+  const std::string xq = q.activation("x", -2, 2);
+  const HostTensor w = test::randomFloats({outChannels, x[1], kernel, kernel}, 41, -0.5f, 0.5f);
+  const std::string wq = q.weights("w", w, 0);
+  const std::string b = q.bias("b", test::randomFloats({outChannels}, 42), xq, wq);
+  auto& conv = mb.node("Conv", {xq, wq, b}, {"c"}, "conv");
+  ModelBuilder::setInts(conv, "pads", {kernel / 2, kernel / 2, kernel / 2, kernel / 2});
+  ModelBuilder::setInts(conv, "strides", {stride, stride});
+  if (residual) {
+    mb.node("Add", {"c", "x"}, {"sum"}, "residual");
+    mb.node("Relu", {"sum"}, {"y"}, "relu");
+  } else {
+    mb.node("Relu", {"c"}, {"y"}, "relu");
+  }
+  return mb;
+}
+
+// a [batch, M, K] -> Q/DQ -> MatMul by B [K, N] -> + bias.
+ModelBuilder matMulModel(QdqStyle style, std::vector<int64_t> a, int64_t n) {
+  ModelBuilder mb(style == QdqStyle::kFloat8 ? 19 : 17);
+  mb.input("a", kFloat, a).output("y");
+  QdqWriter q(mb, style);
+  const std::string aq = q.activation("a", -3, 3);
+  const std::string bq = q.weights("b", test::randomFloats({a.back(), n}, 43, -0.3f, 0.3f), 1);
+  mb.initializer("bias", test::randomFloats({n}, 44));
+  mb.node("MatMul", {aq, bq}, {"m"}, "matmul");
+  mb.node("Add", {"m", "bias"}, {"y"}, "bias_add");
+  return mb;
+}
+
+struct ConvCase {
+  std::string name;
+  std::vector<int64_t> x;
+  int64_t outChannels, kernel, stride;
+  bool residual;
+};
+
+const std::vector<ConvCase> kConvCases{
+    {"3x3 pad 1, 5 -> 7 channels (depth 45 padded to 48)", {2, 5, 9, 11}, 7, 3, 1, false},
+    {"3x3 stride 2, 16 -> 24 channels", {1, 16, 13, 12}, 24, 3, 2, false},
+    {"1x1, 32 -> 32 channels with a residual", {2, 32, 7, 7}, 32, 1, 1, true},
+    {"7x7 stride 2 stem, 3 -> 16 channels (depth 147)", {2, 3, 23, 23}, 16, 7, 2, false},
+};
+
+TEST(QuantizedAgreement, ConvolutionsInEveryStyleAndPrecision) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  for (QdqStyle style : {QdqStyle::kOnnxRuntime, QdqStyle::kSymmetricInt8, QdqStyle::kFloat8})
+    for (const ConvCase& c : kConvCases)
+      for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
+        SCOPED_TRACE(std::string(styleName(style)) + ", " + c.name + ", " + toString(precision));
+        const ModelBuilder mb = convModel(style, c.x, c.outChannels, c.kernel, c.stride, c.residual);
+        test::AgreementOptions options;
+        options.precision = precision;
+        options.nmseTolerance = toleranceOf(style, precision);
+        const test::Agreement a =
+            test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(c.x, 45, -2.5f, 2.5f)}}, options);
+        expectQuantizedOnGpu(a, "kiln.QuantizedConv", 1);
+        test::expectNoFailedTactics(a);
+        std::cout << "[ measured ] " << styleName(style) << " " << c.name << " " << toString(precision) << ": NMSE "
+                  << a.worstNmse << "\n";
+      }
+}
+
+TEST(QuantizedAgreement, MatMulsWithOddDepthsAndBatchDims) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  for (QdqStyle style : {QdqStyle::kOnnxRuntime, QdqStyle::kSymmetricInt8, QdqStyle::kFloat8})
+    for (const auto& [a, n] :
+         std::vector<std::pair<std::vector<int64_t>, int64_t>>{{{2, 9, 37}, 29}, {{1, 128, 64}, 48}, {{3, 1, 100}, 3}})
+      for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
+        SCOPED_TRACE(std::string(styleName(style)) + " " + dimsToString(a) + " x N " + std::to_string(n) + " " +
+                     toString(precision));
+        test::AgreementOptions options;
+        options.precision = precision;
+        options.nmseTolerance = toleranceOf(style, precision);
+        const test::Agreement agreement = test::expectBackendsAgree(
+            matMulModel(style, a, n).bytes(), {{"a", test::randomFloats(a, 46, -3.5f, 3.5f)}}, options);
+        expectQuantizedOnGpu(agreement, "kiln.QuantizedMatMul", 1);
+        test::expectNoFailedTactics(agreement);
+        std::cout << "[ measured ] " << styleName(style) << " matmul " << dimsToString(a) << " x " << n << " "
+                  << toString(precision) << ": NMSE " << agreement.worstNmse << "\n";
+      }
+}
+
+// The whole Q/DQ CNN (two convolutions, a max pool between 8-bit tensors, a Gemm): int8 / uint8
+// tensors flow between the GPU's quantized layers as they do on the CPU.
+TEST(QuantizedAgreement, QdqCnnRunsQuantizedEndToEnd) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  for (QdqStyle style : {QdqStyle::kOnnxRuntime, QdqStyle::kSymmetricInt8, QdqStyle::kFloat8}) {
+    SCOPED_TRACE(styleName(style));
+    test::AgreementOptions options;
+    options.requireEveryLayerOnGpu = false;
+    options.nmseTolerance = toleranceOf(style, Precision::kFP32);
+    const test::Agreement a = test::expectBackendsAgree(test::qdqCnn(style).bytes(),
+                                                        {{"x", test::randomFloats({2, 3, 10, 10}, 47)}}, options);
+    expectQuantizedOnGpu(a, "kiln.QuantizedConv", 2);
+    expectQuantizedOnGpu(a, "kiln.QuantizedMatMul", 1);
+    std::cout << "[ measured ] " << styleName(style) << " Q/DQ CNN: NMSE " << a.worstNmse << "\n";
+  }
+}
+
+}  // namespace
