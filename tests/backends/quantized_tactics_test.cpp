@@ -322,6 +322,23 @@ INSTANTIATE_TEST_SUITE_P(
                       MatMulCase{"wide", {64, 256}, {256, 96}, floatInput(), true, true, true}),
     [](const auto& info) { return info.param.name; });
 
+// oneDNN's matmul takes int8 weights only: a B quantized to uint8 with a zero point (a Q/DQ model's
+// activation) runs the reference kernel inside the tactic's step.
+TEST(QuantizedMatMulTactic, RunsTheReferenceKernelForAUInt8B) {
+  if (!kernels::oneDnnInt8Exact()) GTEST_SKIP() << "oneDNN's int8 sums are exact only with AVX-512 VNNI";
+  LayerData data;
+  data.layer.opType = quantized::kQuantizedMatMul;
+  data.add("a", randomUInt8({6, 12}, 31), false);
+  data.add("b", randomUInt8({12, 7}, 32), false);
+  data.skip();
+  data.skip();
+  data.add("as", HostTensor::scalar<float>(0.02f), true);
+  data.add("bs", HostTensor::scalar<float>(0.03f), true);
+  data.add("az", uint8Zero(128), true);
+  data.add("bz", uint8Zero(99), true);
+  expectTacticMatchesReference(data, "cpu.kiln.quantizedmatmul");
+}
+
 // oneDNN's matmul sums against int64 ones, per-product and stacked, int8 and uint8 A with zero points.
 TEST(QuantizedMatMulTactic, OneDnnSumsAreTheExactIntegerSums) {
   if (!kernels::oneDnnInt8Exact()) GTEST_SKIP() << "oneDNN's int8 sums are exact only with AVX-512 VNNI";

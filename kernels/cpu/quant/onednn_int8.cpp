@@ -107,13 +107,15 @@ std::optional<uint64_t> OneDnnInt8MatMul::prepare(int64_t batch, const int64_t* 
   return p->pd.scratchpad_desc().get_size();
 }
 
-uint64_t OneDnnInt8MatMul::workspaceBytes(int64_t batch, const int64_t* aOffsets, const int64_t* bOffsets, int64_t m,
-                                          int64_t k, int64_t n, Int8Source source) const {
-  if (batch <= 0) return 0;
+std::optional<uint64_t> OneDnnInt8MatMul::workspaceBytes(int64_t batch, const int64_t* aOffsets,
+                                                         const int64_t* bOffsets, int64_t m, int64_t k, int64_t n,
+                                                         Int8Source source) const {
+  if (batch <= 0 || !oneDnnInt8Exact()) return std::nullopt;
   onednn::matchThreadCount();  // scratchpads are sized per thread
   const Products products = productsOf(batch, aOffsets, bOffsets, m, k);
   const Prepared p(products.rows, k, n, source, weightsAreConstant_ && products.oneB);
-  return p.ok ? p.pd.scratchpad_desc().get_size() : 0;
+  if (!p.ok) return std::nullopt;
+  return p.pd.scratchpad_desc().get_size();
 }
 
 const std::vector<int32_t>& OneDnnInt8MatMul::constantColumnSums(const int8_t* b, int64_t k, int64_t n) {

@@ -45,8 +45,8 @@ class OneDnnInt8Convolution {
   // lacks VNNI or the sums could leave int32. Prepares the shape on first use.
   std::optional<uint64_t> prepare(const ConvShape& shape, Int8Source source, bool zeroPoint);
 
-  // The same, planned without preparing anything (for a builder's workspace sizes); 0 for nullopt.
-  uint64_t workspaceBytes(const ConvShape& shape, Int8Source source, bool zeroPoint) const;
+  // The same, planned without preparing anything (for a builder's workspace sizes).
+  std::optional<uint64_t> workspaceBytes(const ConvShape& shape, Int8Source source, bool zeroPoint) const;
 
   // acc[n, m, p] = sum over m's window of (x - zero) * w, padding adding nothing (as if it held
   // `zero`); x [N, C, spatial...] of `source`'s type, w [M, C/group, kernel...], acc as Y. Throws
@@ -76,9 +76,9 @@ class OneDnnInt8MatMul {
   std::optional<uint64_t> prepare(int64_t batch, const int64_t* aOffsets, const int64_t* bOffsets, int64_t m, int64_t k,
                                   int64_t n, Int8Source source);
 
-  // The same, planned without preparing anything; 0 for nullopt.
-  uint64_t workspaceBytes(int64_t batch, const int64_t* aOffsets, const int64_t* bOffsets, int64_t m, int64_t k,
-                          int64_t n, Int8Source source) const;
+  // The same, planned without preparing anything.
+  std::optional<uint64_t> workspaceBytes(int64_t batch, const int64_t* aOffsets, const int64_t* bOffsets, int64_t m,
+                                         int64_t k, int64_t n, Int8Source source) const;
 
   // acc_i = (A_i - zero) B_i for `batch` products: A_i [m, k] at a + aOffsets[i] of `source`'s
   // type, B_i [k, n] at b + bOffsets[i], acc_i [m, n] at acc + i m n (batchedMatMul's layout).

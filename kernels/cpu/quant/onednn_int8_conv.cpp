@@ -118,10 +118,13 @@ std::optional<uint64_t> OneDnnInt8Convolution::prepare(const ConvShape& shape, I
   return p->workspaceBytes;
 }
 
-uint64_t OneDnnInt8Convolution::workspaceBytes(const ConvShape& shape, Int8Source source, bool zeroPoint) const {
+std::optional<uint64_t> OneDnnInt8Convolution::workspaceBytes(const ConvShape& shape, Int8Source source,
+                                                              bool zeroPoint) const {
+  if (!oneDnnInt8Exact()) return std::nullopt;
   onednn::matchThreadCount();  // scratchpads are sized per thread
   const Prepared p(shape, source, zeroPoint, weightsAreConstant_);
-  return p.ok ? p.workspaceBytes : 0;
+  if (!p.ok) return std::nullopt;
+  return p.workspaceBytes;
 }
 
 void OneDnnInt8Convolution::run(const ConvShape& shape, const void* x, Int8Source source, int32_t zero, const int8_t* w,

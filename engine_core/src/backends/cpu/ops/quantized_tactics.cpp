@@ -14,6 +14,7 @@
 #include "matmul_quant.h"
 #include "quantized_layers.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -60,11 +61,15 @@ uint64_t convWorkspaceBytes(const Layer& layer, const LayerShapes& dims) {
   if (dims.size() < 2 || dims[0].size() < 3 || dims[0].size() != dims[1].size()) return 0;
   try {
     const kernels::ConvShape s = forwardConvShape(fused::baseLayer(layer), dims[0], dims[1]);
-    // Sized for a float X quantized to int8 with no zero point; other runs may ask for more.
-    const uint64_t onednn = kernels::OneDnnInt8Convolution(true).workspaceBytes(s, Int8Source::kSigned, false);
-    if (onednn == 0) return 0;
+    // The most any X needs (int8 or uint8, with a zero point or not: oneDNN's scratchpads differ).
+    std::optional<uint64_t> onednn;
+    const kernels::OneDnnInt8Convolution conv(true);
+    for (Int8Source source : {Int8Source::kSigned, Int8Source::kUnsigned})
+      for (bool zeroPoint : {false, true})
+        if (auto bytes = conv.workspaceBytes(s, source, zeroPoint)) onednn = std::max(onednn.value_or(0), *bytes);
+    if (!onednn) return 0;  // the reference kernel runs
     return int8Workspace(s.batch * s.inChannels * s.window.inSize(), s.batch * s.outChannels * s.window.outSize(),
-                         onednn)
+                         *onednn)
         .total();
   } catch (const Error&) {
     return 0;
@@ -103,11 +108,15 @@ uint64_t matMulWorkspaceBytes(const Layer&, const LayerShapes& dims) {
   try {
     const MatMulPlan plan = planMatMul(dims[0], dims[1]);
     const int64_t batch = int64_t(plan.aOffsets.size());
-    // Sized for a float A quantized to int8 and constant int8 weights.
-    const uint64_t onednn = kernels::OneDnnInt8MatMul(true).workspaceBytes(
-        batch, plan.aOffsets.data(), plan.bOffsets.data(), plan.M, plan.K, plan.N, Int8Source::kSigned);
-    if (onednn == 0) return 0;
-    return int8Workspace(elementCount(dims[0]), batch * plan.M * plan.N, onednn).total();
+    // The most an int8 or uint8 A needs, with constant int8 weights.
+    std::optional<uint64_t> onednn;
+    const kernels::OneDnnInt8MatMul matmul(true);
+    for (Int8Source source : {Int8Source::kSigned, Int8Source::kUnsigned})
+      if (auto bytes =
+              matmul.workspaceBytes(batch, plan.aOffsets.data(), plan.bOffsets.data(), plan.M, plan.K, plan.N, source))
+        onednn = std::max(onednn.value_or(0), *bytes);
+    if (!onednn) return 0;  // the reference kernel runs
+    return int8Workspace(elementCount(dims[0]), batch * plan.M * plan.N, *onednn).total();
   } catch (const Error&) {
     return 0;
   }
