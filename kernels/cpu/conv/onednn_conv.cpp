@@ -1,6 +1,7 @@
 #include "onednn_conv.h"
 
 #include "../common/onednn_support.h"
+#include "onednn_conv_dims.h"
 
 #include <climits>
 #include <cstring>
@@ -14,31 +15,10 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 using onednn::cpuEngine;
-
-int spatialRank(const ConvShape& s) {
-  int rank = kMaxSpatialRank;
-  while (rank > 1 && s.window.in[kMaxSpatialRank - rank] == 1 && s.window.kernel[kMaxSpatialRank - rank] == 1 &&
-         s.window.out[kMaxSpatialRank - rank] == 1 && s.window.padBegin[kMaxSpatialRank - rank] == 0 &&
-         s.window.padEnd[kMaxSpatialRank - rank] == 0)
-    --rank;
-  return rank;
-}
-
-// The window's last `rank` axes of `field`, each less `minus` (oneDNN counts dilation from 0).
-memory::dims spatial(const int64_t (&field)[kMaxSpatialRank], int rank, int64_t minus = 0) {
-  memory::dims dims;
-  for (int a = kMaxSpatialRank - rank; a < kMaxSpatialRank; ++a) dims.push_back(field[a] - minus);
-  return dims;
-}
-
-Tag plainActivationTag(int rank, bool channelsLast) {
-  if (channelsLast) return rank == 1 ? Tag::nwc : rank == 2 ? Tag::nhwc : Tag::ndhwc;
-  return rank == 1 ? Tag::ncw : rank == 2 ? Tag::nchw : Tag::ncdhw;
-}
-Tag plainWeightsTag(int rank, bool grouped) {
-  if (grouped) return rank == 1 ? Tag::goiw : rank == 2 ? Tag::goihw : Tag::goidhw;
-  return rank == 1 ? Tag::oiw : rank == 2 ? Tag::oihw : Tag::oidhw;
-}
+using onednn::plainActivationTag;
+using onednn::plainWeightsTag;
+using onednn::spatial;
+using onednn::spatialRank;
 
 }  // namespace
 
@@ -79,12 +59,7 @@ OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue
   const bool grouped = shape.group > 1;
   const auto f32 = memory::data_type::f32;
 
-  memory::dims src{shape.batch, shape.inChannels}, dst{shape.batch, shape.outChannels}, weights;
-  for (auto v : spatial(w.in, rank)) src.push_back(v);
-  for (auto v : spatial(w.out, rank)) dst.push_back(v);
-  if (grouped) weights = {shape.group, shape.outChannels / shape.group, shape.inChannels / shape.group};
-  else weights = {shape.outChannels, shape.inChannels};
-  for (auto v : spatial(w.kernel, rank)) weights.push_back(v);
+  const auto [src, dst, weights] = onednn::convDims(shape, rank);
 
   plainSrc = memory::desc(src, f32, plainActivationTag(rank, layouts.xChannelsLast));
   plainDst = memory::desc(dst, f32, plainActivationTag(rank, layouts.yChannelsLast));

@@ -78,6 +78,16 @@ void int8Convolution(const ConvShape& shape, const int16_t* x, float xScale, con
   dequantizeConvolutionSums(shape, multipliers.data(), bias, epilogue, y);
 }
 
+void dequantizeConvolutionAccumulators(const ConvShape& shape, const int32_t* acc, float xScale, const float* wScales,
+                                       int64_t wScaleCount, const float* bias, const Epilogue& epilogue, float* y) {
+  std::vector<float> multipliers(static_cast<size_t>(shape.outChannels));
+  dequantizeMultipliers(xScale, wScales, wScaleCount, shape.outChannels, multipliers.data());
+  const int64_t plane = shape.window.outSize();
+  // float(acc) * m: int8Convolution's float(sum) *= m, its sums being these integers.
+  dequantizeAccumulators(acc, shape.batch, shape.outChannels, plane, multipliers.data(), y);
+  applyEpilogue(y, shape.batch * shape.outChannels * plane, withChannelBias(epilogue, bias, shape.outChannels, plane));
+}
+
 void dequantizeConvolutionSums(const ConvShape& shape, const float* multipliers, const float* bias,
                                const Epilogue& epilogue, float* y) {
   const int64_t plane = shape.window.outSize();

@@ -32,6 +32,11 @@ void dequantizeAccumulators(const int32_t* acc, int64_t rows, int64_t channels, 
 void dequantizeConvolutionSums(const ConvShape& shape, const float* multipliers, const float* bias,
                                const Epilogue& epilogue, float* y);
 
+// The same from the exact sums as int32 (acc laid out as Y, e.g. oneDNN's; see onednn_int8.h):
+// y = epilogue(float(acc) * xScale * wScales[m] + bias[m]), the values int8Convolution gives.
+void dequantizeConvolutionAccumulators(const ConvShape& shape, const int32_t* acc, float xScale, const float* wScales,
+                                       int64_t wScaleCount, const float* bias, const Epilogue& epilogue, float* y);
+
 // The reference int8 convolution: Y = epilogue(dequantize(conv(X, W)) + bias), X the centered
 // input (q - zero), W int8 [M, C/group, kernel...], wScales 1 or M values, bias [M] or null.
 void int8Convolution(const ConvShape& shape, const int16_t* x, float xScale, const int8_t* w, const float* wScales,

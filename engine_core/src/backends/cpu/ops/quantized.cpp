@@ -24,34 +24,6 @@ using quantized::kOutputZeroPointInput;
 using quantized::kWeightScaleInput;
 using quantized::kWeightZeroPointInput;
 
-// A float32 scale tensor with 1 or `count` values; its value count goes to `valueCount`.
-const float* scales(const KernelContext& ctx, size_t i, int64_t count, const char* what, int64_t& valueCount) {
-  valueCount = ctx.input(i).elementCount();
-  return float32Input(ctx, i, valueCount == 1 ? 1 : count, what);
-}
-
-// How an operand is quantized: its scale, and its zero point's type and value (int8 0 when the
-// layer has none and the operand is float; the operand's own type when it is already quantized).
-struct Quantization {
-  float scale = 1;
-  DataType type = DataType::kInt8;
-  int zero = 0;
-};
-
-Quantization quantizationOf(const KernelContext& ctx, size_t operand, size_t scale, size_t zeroPoint,
-                            const char* what) {
-  Quantization q{scalarScale(ctx, scale, what)};
-  const DataType values = ctx.input(operand).dtype();
-  if (values == DataType::kInt8 || values == DataType::kUInt8) q.type = values;
-  if (ctx.hasInput(zeroPoint)) {
-    const HostTensor& z = ctx.input(zeroPoint);
-    if (z.elementCount() != 1) ctx.fail(std::string("the zero point of ") + what + " must hold one value");
-    q.type = z.dtype();
-    dispatchEightBit(z.dtype(), [&](auto tag) { q.zero = int(z.data<decltype(tag)>()[0]); });
-  }
-  return q;
-}
-
 // The operand's integers minus its zero point (see kernels::centeredFromFloat).
 std::vector<int16_t> centeredOperand(const KernelContext& ctx, size_t i, const Quantization& q, const char* what) {
   const HostTensor& t = ctx.input(i);
@@ -80,7 +52,7 @@ void quantizedConv(KernelContext& ctx) {
   const float* bias = ctx.hasInput(2) ? float32Input(ctx, 2, shape.outChannels, "the bias") : nullptr;
   const Quantization xq = quantizationOf(ctx, 0, kActivationScaleInput, kActivationZeroPointInput, "X");
   int64_t wScaleCount = 0;
-  const float* wScales = scales(ctx, kWeightScaleInput, shape.outChannels, "w_scale", wScaleCount);
+  const float* wScales = scaleValues(ctx, kWeightScaleInput, shape.outChannels, "w_scale", wScaleCount);
   const std::vector<int16_t> centered = centeredOperand(ctx, 0, xq, "X");
   FloatResult y(ctx);
   const kernels::Epilogue epilogue = readEpilogue(ctx, y.output());
@@ -89,58 +61,89 @@ void quantizedConv(KernelContext& ctx) {
   y.finish();
 }
 
-// Operand i as 8-bit values of the quantization's type: its own data, or quantized from float into
-// `storage`.
-const void* eightBitOperand(const KernelContext& ctx, size_t i, const Quantization& q, const char* what,
-                            std::vector<uint8_t>& storage) {
-  const HostTensor& t = ctx.input(i);
-  if (t.dtype() == q.type) return t.rawData();
-  storage.resize(static_cast<size_t>(t.elementCount()));
-  dispatchEightBit(q.type, [&](auto tag) {
-    using Q = decltype(tag);
-    const Q zero = Q(q.zero);
-    kernels::quantizeLinear<float, Q>(float32Input(ctx, i, t.elementCount(), what), &q.scale, &zero,
-                                      reinterpret_cast<Q*>(storage.data()), 1, 1, t.elementCount());
-  });
-  return storage.data();
-}
-
 void quantizedMatMul(KernelContext& ctx) {
   if (isSmallFloat(ctx)) return smallFloatMatMul(ctx);
   const MatMulPlan plan = planMatMul(ctx.input(0).dims(), ctx.input(1).dims());
-  const Quantization aq = quantizationOf(ctx, 0, kActivationScaleInput, kActivationZeroPointInput, "A");
-  const bool bWeights = ctx.input(1).dtype() == DataType::kInt8 && !ctx.hasInput(kWeightZeroPointInput);
-  int64_t bScaleCount = 1;
-  const float* bScales = bWeights ? scales(ctx, kWeightScaleInput, plan.N, "b_scale", bScaleCount) : nullptr;
-  const Quantization bq = bWeights ? Quantization{bScales[0]}
-                                   : quantizationOf(ctx, 1, kWeightScaleInput, kWeightZeroPointInput, "B");
-  if (!bWeights) bScales = &bq.scale;
-  std::vector<uint8_t> aStorage, bStorage;
-  const void* a = eightBitOperand(ctx, 0, aq, "A", aStorage);
-  const void* b = eightBitOperand(ctx, 1, bq, "B", bStorage);
+  const MatMulQuantization q = matMulQuantization(ctx, plan.N);
+  auto storageFor = [&](size_t i, const Quantization& operand) {  // room to quantize a float operand into
+    return std::vector<uint8_t>(ctx.input(i).dtype() == operand.type ? 0 : size_t(ctx.input(i).elementCount()));
+  };
+  std::vector<uint8_t> aStorage = storageFor(0, q.a), bStorage = storageFor(1, q.b);
+  const void* a = eightBitOperand(ctx, 0, q.a, "A", aStorage.data());
+  const void* b = eightBitOperand(ctx, 1, q.b, "B", bStorage.data());
   const int64_t batch = int64_t(plan.aOffsets.size());
   std::vector<int32_t> acc(size_t(batch * plan.M * plan.N));
-  dispatchEightBit(aq.type, [&](auto aTag) {
-    dispatchEightBit(bq.type, [&](auto bTag) {
+  dispatchEightBit(q.a.type, [&](auto aTag) {
+    dispatchEightBit(q.b.type, [&](auto bTag) {
       using A = decltype(aTag);
       using B = decltype(bTag);
-      const A aZero = A(aq.zero);
-      const B bZero = B(bq.zero);
-      kernels::integerMatMul<A, B>(static_cast<const A*>(a), static_cast<const B*>(b),
-                                   acc.data(), batch, plan.aOffsets.data(), plan.bOffsets.data(), plan.M, plan.N,
-                                   plan.K, &aZero, 1, &bZero, 1);
+      const A aZero = A(q.a.zero);
+      const B bZero = B(q.b.zero);
+      kernels::integerMatMul<A, B>(static_cast<const A*>(a), static_cast<const B*>(b), acc.data(), batch,
+                                   plan.aOffsets.data(), plan.bOffsets.data(), plan.M, plan.N, plan.K, &aZero, 1,
+                                   &bZero, 1);
     });
   });
-  std::vector<float> multipliers(size_t(plan.N));
-  kernels::dequantizeMultipliers(aq.scale, bScales, bScaleCount, plan.N, multipliers.data());
-  FloatResult y(ctx);
-  kernels::dequantizeAccumulators(acc.data(), batch * plan.M, plan.N, 1, multipliers.data(), y.data());
-  y.finishMatMul(plan.N);
+  finishInt8MatMul(ctx, q, acc.data(), batch * plan.M, plan.N);
 }
 
 }  // namespace
 
 float scalarScale(const KernelContext& ctx, size_t i, const char* what) { return *float32Input(ctx, i, 1, what); }
+
+const float* scaleValues(const KernelContext& ctx, size_t i, int64_t count, const char* what, int64_t& valueCount) {
+  valueCount = ctx.input(i).elementCount();
+  return float32Input(ctx, i, valueCount == 1 ? 1 : count, what);
+}
+
+Quantization quantizationOf(const KernelContext& ctx, size_t operand, size_t scale, size_t zeroPoint,
+                            const char* what) {
+  Quantization q{scalarScale(ctx, scale, what)};
+  const DataType values = ctx.input(operand).dtype();
+  if (values == DataType::kInt8 || values == DataType::kUInt8) q.type = values;
+  if (ctx.hasInput(zeroPoint)) {
+    const HostTensor& z = ctx.input(zeroPoint);
+    if (z.elementCount() != 1) ctx.fail(std::string("the zero point of ") + what + " must hold one value");
+    q.type = z.dtype();
+    dispatchEightBit(z.dtype(), [&](auto tag) { q.zero = int(z.data<decltype(tag)>()[0]); });
+  }
+  return q;
+}
+
+const void* eightBitOperand(const KernelContext& ctx, size_t i, const Quantization& q, const char* what,
+                            uint8_t* storage) {
+  const HostTensor& t = ctx.input(i);
+  if (t.dtype() == q.type) return t.rawData();
+  dispatchEightBit(q.type, [&](auto tag) {
+    using Q = decltype(tag);
+    const Q zero = Q(q.zero);
+    kernels::quantizeLinear<float, Q>(float32Input(ctx, i, t.elementCount(), what), &q.scale, &zero,
+                                      reinterpret_cast<Q*>(storage), 1, 1, t.elementCount());
+  });
+  return storage;
+}
+
+MatMulQuantization matMulQuantization(const KernelContext& ctx, int64_t columns) {
+  MatMulQuantization q;
+  q.a = quantizationOf(ctx, 0, kActivationScaleInput, kActivationZeroPointInput, "A");
+  q.bWeights = ctx.input(1).dtype() == DataType::kInt8 && !ctx.hasInput(kWeightZeroPointInput);
+  if (q.bWeights) {
+    q.bScales = scaleValues(ctx, kWeightScaleInput, columns, "b_scale", q.bScaleCount);
+    q.b = Quantization{q.bScales[0]};
+  } else {
+    q.b = quantizationOf(ctx, 1, kWeightScaleInput, kWeightZeroPointInput, "B");
+  }
+  return q;
+}
+
+void finishInt8MatMul(KernelContext& ctx, const MatMulQuantization& q, const int32_t* acc, int64_t rows,
+                      int64_t columns) {
+  std::vector<float> multipliers(static_cast<size_t>(columns));
+  kernels::dequantizeMultipliers(q.a.scale, q.columnScales(), q.bScaleCount, columns, multipliers.data());
+  FloatResult y(ctx);
+  kernels::dequantizeAccumulators(acc, rows, columns, 1, multipliers.data(), y.data());
+  y.finishMatMul(columns);
+}
 
 FloatResult::FloatResult(KernelContext& ctx) : ctx_(ctx), out_(ctx.allocateOutput(0)) {
   if (out_.dtype() != DataType::kFloat32) buffer_.resize(size_t(out_.elementCount()));
@@ -172,9 +175,12 @@ void FloatResult::finish() {
   });
 }
 
+void registerQuantizedTactics(CpuKernelRegistry& registry);
+
 void registerQuantizedCpuKernels(CpuKernelRegistry& registry) {
   registry.add(fused::kDomain, quantized::kQuantizedConv, quantizedConv);
   registry.add(fused::kDomain, quantized::kQuantizedMatMul, quantizedMatMul);
+  registerQuantizedTactics(registry);
 }
 
 }  // namespace kiln
