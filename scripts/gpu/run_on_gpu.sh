@@ -80,7 +80,13 @@ cli_on_cuda() {
     "$bin/kiln" profile "$work/fp16.plan" --shapes "$shape" --cuda-graph --export-profile "$out/embedding_fp16_profile.json" &&
     "$bin/kiln" profile "$work/fp16.plan" --shapes "$shape" --streams 2 --layer-runs 0 &&
     "$bin/kiln" compare "$model" "$work/fp32.plan" --shapes "$shape" --per-layer &&
-    "$bin/kiln" compare "$model" "$work/fp16.plan" --shapes "$shape" --atol 0.1 --rtol 0.05
+    "$bin/kiln" compare "$model" "$work/fp16.plan" --shapes "$shape" --atol 0.1 --rtol 0.05 &&
+    # INT8 on the GPU end to end: calibrated on mel-like random windows, built, inspected, run.
+    python3 -c "import numpy as np, sys; np.save(sys.argv[1], (np.random.default_rng(0).standard_normal((8, 76, 32, 1)) * 2 + 7).astype(np.float32))" "$work/calibration.npy" &&
+    "$bin/kiln" build "$model" --backend cuda --fp16 --int8 --calib-data "$work/calibration.npy" --calibrator minmax \
+      --profile "input_1:1x76x32x1/8x76x32x1/8x76x32x1" --save "$work/int8.plan" &&
+    "$bin/kiln" inspect "$work/int8.plan" &&
+    "$bin/kiln" run "$work/int8.plan" --shapes "$shape" --output-dir "$work/int8_out"
 }
 run cli_cuda cli_on_cuda
 if ((!quick)) && command -v compute-sanitizer >/dev/null; then
