@@ -27,6 +27,12 @@ bool sameEpilogueKind(const Epilogue& a, const Epilogue& b);
 
 inline uint64_t aligned(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// A reorder primitive from one memory layout to another on the CPU engine (activations and
+// weights into and out of the layouts oneDNN's kernels chose).
+inline dnnl::reorder reorderBetween(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(cpuEngine(), from, cpuEngine(), to));
+}
+
 // oneDNN memory over a caller's buffer (oneDNN takes non-const pointers; inputs are only read).
 inline dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data) {
   return dnnl::memory(desc, cpuEngine(), const_cast<void*>(data));

@@ -15,6 +15,7 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 using onednn::cpuEngine;
+using onednn::reorderBetween;
 using onednn::plainActivationTag;
 using onednn::plainWeightsTag;
 using onednn::spatial;
@@ -95,15 +96,11 @@ OneDnnConvolution::Prepared::Prepared(const ConvShape& convShape, const Epilogue
 }
 
 void OneDnnConvolution::Prepared::compile() {
-  dnnl::engine& engine = cpuEngine();
-  auto reorder = [&](const memory::desc& from, const memory::desc& to) {
-    return dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
-  };
   conv = dnnl::convolution_forward(pd);
-  if (pd.src_desc() != plainSrc) srcIn = reorder(plainSrc, pd.src_desc());
-  if (pd.dst_desc() != plainDst) dstOut = reorder(pd.dst_desc(), plainDst);
-  if (epilogueKind.residual && plainResidual != pd.dst_desc()) residualIn = reorder(plainResidual, pd.dst_desc());
-  if (pd.weights_desc() != plainWeights) weightsIn = reorder(plainWeights, pd.weights_desc());
+  if (pd.src_desc() != plainSrc) srcIn = reorderBetween(plainSrc, pd.src_desc());
+  if (pd.dst_desc() != plainDst) dstOut = reorderBetween(pd.dst_desc(), plainDst);
+  if (epilogueKind.residual && plainResidual != pd.dst_desc()) residualIn = reorderBetween(plainResidual, pd.dst_desc());
+  if (pd.weights_desc() != plainWeights) weightsIn = reorderBetween(plainWeights, pd.weights_desc());
 }
 
 OneDnnConvolution::OneDnnConvolution(bool weightsAreConstant, ActivationLayouts layouts)

@@ -13,6 +13,7 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 using onednn::cpuEngine;
+using onednn::reorderBetween;
 
 // The right padding oneDNN needs for the output size (ceil mode can ask for more than ONNX's pads).
 int64_t rightPadding(const SpatialWindow& w, int axis) {
@@ -60,8 +61,8 @@ struct OneDnnPooling::Prepared {
 
   void compile() {
     pool = dnnl::pooling_v2_forward(pd);
-    if (plainX != workX) xIn = dnnl::reorder(dnnl::reorder::primitive_desc(cpuEngine(), plainX, cpuEngine(), workX));
-    if (plainY != workY) yOut = dnnl::reorder(dnnl::reorder::primitive_desc(cpuEngine(), workY, cpuEngine(), plainY));
+    if (plainX != workX) xIn = reorderBetween(plainX, workX);
+    if (plainY != workY) yOut = reorderBetween(workY, plainY);
   }
 };
 

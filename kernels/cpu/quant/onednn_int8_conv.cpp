@@ -14,6 +14,7 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 using onednn::cpuEngine;
+using onednn::reorderBetween;
 
 memory::data_type sourceType(Int8Source source) {
   return source == Int8Source::kUnsigned ? memory::data_type::u8 : memory::data_type::s8;
@@ -81,14 +82,10 @@ struct OneDnnInt8Convolution::Prepared {
 
   void compile() {
     if (!ok) return;
-    dnnl::engine& engine = cpuEngine();
-    auto reorder = [&](const memory::desc& from, const memory::desc& to) {
-      return dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
-    };
     conv = dnnl::convolution_forward(pd);
-    if (pd.src_desc() != plainSrc) srcIn = reorder(plainSrc, pd.src_desc());
-    if (pd.dst_desc() != plainDst) dstOut = reorder(pd.dst_desc(), plainDst);
-    if (pd.weights_desc() != plainWeights) weightsIn = reorder(plainWeights, pd.weights_desc());
+    if (pd.src_desc() != plainSrc) srcIn = reorderBetween(plainSrc, pd.src_desc());
+    if (pd.dst_desc() != plainDst) dstOut = reorderBetween(pd.dst_desc(), plainDst);
+    if (pd.weights_desc() != plainWeights) weightsIn = reorderBetween(plainWeights, pd.weights_desc());
   }
 };
 
