@@ -49,7 +49,6 @@ TEST_P(WakeWordHeadInt4, ProbabilitiesStayCloseToFp32OnSpeechEmbeddings) {
   KILN_REQUIRE_MODEL(GetParam());
   KILN_REQUIRE_MODEL("melspectrogram.onnx");
   KILN_REQUIRE_MODEL("embedding_model.onnx");
-  if (testBackend() == BackendKind::kCuda) GTEST_SKIP() << "the CUDA backend has no int4 kernels yet";
   KILN_REQUIRE_SPEECH(speech, owkw::kEveryWakePhrase);
   auto network = OnnxImporter().importFile(modelPath(GetParam()).string());
   const int64_t window = owkw::headWindow(*network);

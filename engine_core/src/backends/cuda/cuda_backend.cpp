@@ -4,7 +4,6 @@
 #include <kiln/error.h>
 
 #include "../../ops/quantized.h"
-#include "../../ops/weight_only.h"
 #include "../backend.h"
 #include "cuda_device.h"
 #include "cuda_formats.h"
@@ -95,9 +94,6 @@ class CudaBackend : public Backend {
     if ((precision == Precision::kINT8 || precision == Precision::kFP8) && !quantized::isQuantizedLayer(layer))
       return {false, "the CUDA backend runs " + std::string(toString(precision)) +
                          " only as quantized Conv / MatMul layers (kiln.QuantizedConv / QuantizedMatMul)"};
-    if (weight_only::isWeightOnlyLayer(layer))  // the builder then keeps such layers float32 on the GPU
-      return {false, "the CUDA backend has no int4 weight-only kernel yet (the GEMM that dequantizes int4 weights "
-                     "in its prologue is to come)"};
     const CudaOp* op = CudaOpRegistry::instance().find(layer.domain, layer.opType);
     if (!op) return {false, "no CUDA kernel for " + (layer.domain.empty() ? "" : layer.domain + ".") + layer.opType};
     return op->supportsLayer ? op->supportsLayer(layer, precision) : SupportVerdict{};

@@ -93,6 +93,7 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Sampling)                    \
   X(IntegerMath)                 \
   X(Quantized)                   \
+  X(WeightOnly)                  \
   X(Reduce)                      \
   X(Loss)
 
