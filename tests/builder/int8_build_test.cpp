@@ -220,3 +220,39 @@ TEST(Int8Build, ALayerWhoseScaleTheCacheLacksStaysFp32) {
   EXPECT_EQ(layerNamed(built.report, "gemm").precisionReason.rfind("no calibration scale for its input 'f'", 0), 0u)
       << layerNamed(built.report, "gemm").precisionReason;
 }
+
+// A Conv whose result only another int8 Conv reads writes it as int8 (ChainInt8Activations): the
+// reader takes it as given, and the engine's output is the one of the same model where a graph
+// output also reads that result in float (so it stays float), bit for bit.
+TEST(Int8Build, AResultOnlyInt8LayersReadCrossesAsInt8WithTheSameOutputs) {
+  auto model = [](bool exposeHidden) {
+    ModelBuilder mb;
+    mb.input("x", kFloat, {2, 8, 6, 6}).output("y");
+    mb.initializer("w1", test::randomFloats({16, 8, 3, 3}, 11)).initializer("b1", test::randomFloats({16}, 12));
+    mb.initializer("w2", test::randomFloats({16, 16, 1, 1}, 13));
+    ModelBuilder::setInts(mb.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1"), "pads", {1, 1, 1, 1});
+    mb.node("Relu", {"c1"}, {"r1"}, "relu1");
+    mb.node("Conv", {"r1", "w2"}, {"y"}, "conv2");
+    if (exposeHidden) mb.output("r1");
+    return OnnxImporter().importBytes(mb.bytes());
+  };
+  TempDir dir;
+  const fs::path data = dir.file("data");
+  fs::create_directories(data);
+  writeNpyFile(test::randomFloats({2, 8, 6, 6}, 14), (data / "x.npy").string());
+  BuilderConfig config;
+  config.allowINT8 = true;
+  config.calibration.dataPath = data.string();
+  config.calibration.calibrator = CalibratorKind::kMinMax;
+  const BuildResult chained = Builder().build(*model(false), config);
+  const BuildResult unchained = Builder().build(*model(true), config);
+  EXPECT_EQ(layerNamed(chained.report, "conv1").outputs.at(0).dtype, "int8");
+  EXPECT_EQ(layerNamed(unchained.report, "conv1").outputs.at(0).dtype, "float32");
+  EXPECT_EQ(layerNamed(chained.report, "conv2").inputs.at(0).dtype, "int8");
+  EXPECT_EQ(chained.report.calibration.scales, unchained.report.calibration.scales);
+  const HostTensor x = test::randomFloats({2, 8, 6, 6}, 15);
+  const HostTensor a = Runtime().load(chained.plan)->createExecutionContext()->run({{"x", x}}).at("y");
+  const HostTensor b = Runtime().load(unchained.plan)->createExecutionContext()->run({{"x", x}}).at("y");
+  ASSERT_EQ(a.elementCount(), b.elementCount());
+  EXPECT_EQ(std::memcmp(a.rawData(), b.rawData(), a.byteSize()), 0) << "the int8 chain changed the outputs";
+}

@@ -3,6 +3,7 @@
 #include "../ops/quantized.h"
 #include "../passes/fuse_qdq.h"
 #include "../passes/qdq_params.h"
+#include "../passes/chain_int8_activations.h"
 #include "../passes/quantize_layers.h"
 
 #include <algorithm>
@@ -129,6 +130,8 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
     context.backend = config.backend;
     context.optimizationLevel = config.optimizationLevel;
     report.passes.push_back(createQuantizeLayersPass(survey, report.calibration.scales)->run(network, context));
+    network.inferShapes();
+    report.passes.push_back(createChainInt8ActivationsPass()->run(network, context));
     network.inferShapes();
   }
   if (!survey.keptFloat.empty())
