@@ -22,7 +22,6 @@ bool isInt8Layer(const Layer& layer) {
   return quantized::isQuantizedLayer(layer) && quantized::precisionOf(layer) == Precision::kINT8;
 }
 
-bool hasInput(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
 
 class ChainInt8ActivationsPass final : public Pass {
  public:
@@ -34,7 +33,7 @@ class ChainInt8ActivationsPass final : public Pass {
     std::string zeroPoint;  // one int8 zero, shared
     for (size_t i = 0; i < network.layers().size(); ++i) {
       const Layer& producer = network.layers()[i];
-      if (!isInt8Layer(producer) || hasInput(producer, kOutputScaleInput) || producer.outputs.empty()) continue;
+      if (!isInt8Layer(producer) || producer.hasInput(kOutputScaleInput) || producer.outputs.empty()) continue;
       const std::string& y = producer.outputs[0];
       const Tensor* t = network.findTensor(y);
       if (!t || t->dtype != DataType::kFloat32 || index.isGraphOutput(y) || index.isReadBySubgraph(y)) continue;
@@ -63,7 +62,7 @@ class ChainInt8ActivationsPass final : public Pass {
     for (size_t r : readers) {
       const Layer& reader = index.layer(r);
       if (!isInt8Layer(reader) || reader.inputs.empty() || reader.inputs[0] != tensor ||
-          hasInput(reader, kActivationZeroPointInput))
+          reader.hasInput(kActivationZeroPointInput))
         return "";
       for (size_t k = 1; k < reader.inputs.size(); ++k)
         if (reader.inputs[k] == tensor) return "";  // also its weights or residual

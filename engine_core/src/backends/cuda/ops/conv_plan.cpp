@@ -11,7 +11,6 @@
 namespace kiln::cuda {
 namespace {
 
-bool inputPresent(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
 
 std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }
 
@@ -22,8 +21,8 @@ ConvSpec convSpecOf(const Layer& layer, Precision precision, DataType outputDecl
   const bool fusedLayer = layer.domain == fused::kDomain;
   s.base = fusedLayer ? fused::baseLayer(layer) : layer;
   s.transpose = s.base.opType == "ConvTranspose";
-  s.hasBias = inputPresent(layer, kConvBias);
-  s.hasResidual = fusedLayer && inputPresent(layer, kConvResidual);
+  s.hasBias = layer.hasInput(kConvBias);
+  s.hasResidual = fusedLayer && layer.hasInput(kConvResidual);
   s.storage = storageOf(outputDeclared, precision);
   s.allowTensorOps = !(s.storage == DataType::kFloat32 && precision == Precision::kFP32);
   return s;

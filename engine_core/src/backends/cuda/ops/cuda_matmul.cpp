@@ -36,7 +36,6 @@ using kernels::Activation;
 
 constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;  // NVIDIA's advice for Hopper (split-K needs it)
 
-bool inputPresent(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
 
 std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }
 
@@ -223,7 +222,7 @@ std::vector<Tactic> matMulTactics(const Layer& layer, Precision precision, const
   plain.id = base;
   plain.workspaceBytes = kCublasWorkspaceBytes;
   for (size_t i = 0; i < layer.inputs.size() && i < inputs.dims.size(); ++i)
-    if (inputPresent(layer, i) && inputs.dims[i].empty() &&
+    if (layer.hasInput(i) && inputs.dims[i].empty() &&
         !(i < inputs.weights.size() && inputs.weights[i] && inputs.weights[i]->rank() == 0))
       return {plain};  // dims unknown: the step asks the heuristic when it meets them
   try {

@@ -67,12 +67,11 @@ std::string tacticBase(const Layer& layer, bool fused) {
   return std::string("cublaslt.") + (fp8 ? "fp8gemm" : "int8gemm") + (fused ? kFusedTag : "") + "." + storage;
 }
 
-bool hasInput(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
 
 // The epilogue of the fused fp8 product, where the layer (in its storage) can have one.
 std::optional<cublasLtEpilogue_t> fusedEpilogueOf(const Layer& layer, const QuantizedGemmPlan& plan) {
   if (floatStorageOf(layer) == DataType::kFloat32) return std::nullopt;  // fp16 / bf16 outputs only
-  return fusedFp8Epilogue(plan, hasInput(layer, kResidual), hasInput(layer, quantized::kOutputScaleInput));
+  return fusedFp8Epilogue(plan, layer.hasInput(kResidual), layer.hasInput(quantized::kOutputScaleInput));
 }
 
 // How a fused product takes its per-channel scales: cuBLASLt's outer-vector scales on the weights
@@ -169,7 +168,7 @@ class QuantizedGemmStep : public CudaStep {
         xLast_(plan_.conv && tactic.inputFormat(kX) == TensorFormat::kNHWC),
         residualLast_(plan_.conv && tactic.inputFormat(kResidual) == TensorFormat::kNHWC),
         yLast_(plan_.conv && tactic.outputFormat == TensorFormat::kNHWC),
-        hasResidual_(hasInput(layer, kResidual)),
+        hasResidual_(layer.hasInput(kResidual)),
         storage_(floatStorageOf(layer)),
         name_(layer.describe()) {
     weights_ = upload(device, plan_.weights);

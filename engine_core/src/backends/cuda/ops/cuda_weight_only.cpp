@@ -31,7 +31,6 @@ constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;
 constexpr size_t kA = 0, kPacked = 1, kBias = 2, kResidual = 3;
 const std::string kTacticBase = "cuda.matmul.int4_dequant_gemm.";
 
-bool hasInput(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
 
 struct Dims {
   int64_t k = 0, n = 0, groupSize = 0;
@@ -65,7 +64,7 @@ class WeightOnlyStep : public CudaStep {
         storage_(storageOf(outputDeclared(signature), precision_)),
         dims_(dimsOf(layer)),
         epilogue_(layer, storage_, device),
-        hasResidual_(hasInput(layer, kResidual)),
+        hasResidual_(layer.hasInput(kResidual)),
         name_(layer.describe()) {
     const HostTensor* packed = weight(kPacked);
     const HostTensor* scales = weight(weight_only::kScalesInput);
@@ -74,13 +73,13 @@ class WeightOnlyStep : public CudaStep {
     if (dims_.k <= 0 || dims_.n <= 0 || dims_.groupSize <= 0 || dims_.groupSize % 2 != 0 || !packed || !scales ||
         packed->dtype() != DataType::kUInt8 || packed->elementCount() != dims_.n * groups * (dims_.groupSize / 2) ||
         scales->dtype() != DataType::kFloat32 || scales->elementCount() != dims_.n * groups ||
-        (hasInput(layer, weight_only::kZeroPointsInput) &&
+        (layer.hasInput(weight_only::kZeroPointsInput) &&
          (!zeros || zeros->dtype() != DataType::kInt8 || zeros->elementCount() != dims_.n * groups)))
       throw Error(ErrorCode::kInvalidArgument, name_ + ": its int4 weights, scales or zero points do not match K " +
                                                    std::to_string(dims_.k) + ", N " + std::to_string(dims_.n) +
                                                    " and group size " + std::to_string(dims_.groupSize) +
                                                    " (constant uint8, float32 and int8 tensors); rebuild the plan");
-    if (hasInput(layer, kBias)) {  // in the output's type, as the epilogue adds it
+    if (layer.hasInput(kBias)) {  // in the output's type, as the epilogue adds it
       const HostTensor* bias = weight(kBias);
       if (!bias || bias->elementCount() != dims_.n)
         throw Error(ErrorCode::kInvalidArgument, name_ + ": its bias is not a constant of N values");
@@ -127,7 +126,7 @@ class WeightOnlyStep : public CudaStep {
     k::Int4WeightsView w;
     w.packed = static_cast<const uint8_t*>(input(args, kPacked));
     w.scales = static_cast<const float*>(input(args, weight_only::kScalesInput));
-    if (hasInput(layer_, weight_only::kZeroPointsInput))
+    if (layer_.hasInput(weight_only::kZeroPointsInput))
       w.zeros = static_cast<const int8_t*>(input(args, weight_only::kZeroPointsInput));
     w.k = dims_.k, w.n = dims_.n, w.groupSize = dims_.groupSize;
     check(k::dequantizeInt4Weights(w, workspace, elementType(out), s), "dequantizing its int4 weights");

@@ -10,7 +10,6 @@ namespace {
 
 using kernels::Activation;
 
-bool inputPresent(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
 
 std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }
 
@@ -90,9 +89,9 @@ MatMulSpec matMulSpecOf(const Layer& layer, Precision precision, DataType output
     s.alpha = base.attrFloat("alpha", 1.0f);
     s.beta = base.attrFloat("beta", 1.0f);
   }
-  s.hasC = inputPresent(layer, kMatMulC) && (!s.gemm || s.beta != 0.0f);  // Gemm ignores a C scaled by 0
+  s.hasC = layer.hasInput(kMatMulC) && (!s.gemm || s.beta != 0.0f);  // Gemm ignores a C scaled by 0
   s.cConstant = s.hasC && cConstant;
-  s.hasResidual = s.fused && inputPresent(layer, kMatMulResidual);
+  s.hasResidual = s.fused && layer.hasInput(kMatMulResidual);
   if (s.fused) s.epilogue = readFusedEpilogue(layer);
   s.storage = storageOf(outputDeclared, precision);
   const auto type = cublasTypeOf(s.storage);
