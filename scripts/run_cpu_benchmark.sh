@@ -3,7 +3,8 @@
 # generates the models into the build dir, installs onnxruntime-node into build/bench-node (npm,
 # --ignore-scripts), times both on the same inputs and prints the table.
 #
-#   scripts/run_cpu_benchmark.sh [--rounds N] [--runs N] [--warmup N] [--threads N] [--profile TOP] [MODEL...]
+#   scripts/run_cpu_benchmark.sh [--rounds N] [--runs N] [--warmup N] [--threads N] [--profile TOP] [--int8]
+#                                [MODEL...]
 #
 # Models: resnet18 bert_tiny (default: both), and openWakeWord's trained models owkw_embedding
 # (batch 1), owkw_embedding_b32 (batch 32) and owkw_melspec (1 s of audio), which
@@ -15,6 +16,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 rounds=3 runs=30 warmup=5 threads=2 profile=0
+int8=()
 models=()
 while (($#)); do
   case "$1" in
@@ -23,7 +25,8 @@ while (($#)); do
     --warmup) warmup="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --profile) profile="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --int8) int8=(--int8); shift ;;  # also each model's INT8 engine (calibrated on the input)
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "run_cpu_benchmark.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -65,5 +68,5 @@ bench_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS="$t
 echo "load before: $(uptime)"
 "${bench_env[@]}" "$build_dir/tests/benchmarks/kiln_cpu_benchmark" --dir "$models_dir" \
     --ort-script tests/benchmarks/ort_bench.js --rounds "$rounds" --runs "$runs" --warmup "$warmup" \
-    --threads "$threads" --profile "$profile" "${models[@]}"
+    --threads "$threads" --profile "$profile" "${int8[@]}" "${models[@]}"
 echo "load after: $(uptime)"

@@ -2,17 +2,20 @@
 // a test: scripts/run_cpu_benchmark.sh generates the models, installs onnxruntime-node and runs it.
 //
 //   kiln_cpu_benchmark --dir DIR [--ort-script tests/benchmarks/ort_bench.js] [--rounds N] [--runs N]
-//                      [--warmup N] [--threads N] [--reference-runs N] [--profile TOP] MODEL...
+//                      [--warmup N] [--threads N] [--reference-runs N] [--profile TOP] [--int8] MODEL...
 //
 // For each MODEL it imports DIR/MODEL.onnx, builds a CPU engine (default BuilderConfig, dynamic
 // dims fixed at the input's as its one profile) and, in each of --rounds rounds, runs
 // ort_bench.js (when --ort-script is given) and then times ExecutionContext::run (N runs after
 // warm-up). Reported: the median of the round medians and the minimum of all runs. It also times
 // the unoptimised ReferenceExecutor and compares Kiln's outputs with ONNX Runtime's: max rel diff =
-// max |kiln - ort| / max |ort|.
+// max |kiln - ort| / max |ort|. With --int8 each model has a second row: Kiln's INT8 engine
+// (calibrated minmax on the benchmark input itself, `kiln build --int8`), timed the same way against
+// the same ONNX Runtime fp32 timings; its max rel diff is then what quantization cost.
 #include <kiln/builder.h>
 #include <kiln/error.h>
 #include <kiln/host_memory.h>
+#include <kiln/npy.h>
 #include <kiln/onnx_importer.h>
 #include <kiln/profile_report.h>
 #include <kiln/reference_executor.h>
@@ -29,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -44,13 +48,14 @@ struct Options {
   std::string ortScript;  // tests/benchmarks/ort_bench.js: run by `node` between Kiln's rounds
   int runs = 30, warmup = 5, threads = 2, referenceRuns = 5, rounds = 3;
   int profileTop = 0;  // > 0: print the slowest layers and the time per op type
+  bool int8 = false;   // also an INT8 row per model
   std::vector<std::string> models;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "kiln_cpu_benchmark: %s\nusage: kiln_cpu_benchmark --dir DIR [--ort-script ort_bench.js] [--rounds N] "
-               "[--runs N] [--warmup N] [--threads N] [--reference-runs N] [--profile TOP] MODEL...\n",
+               "[--runs N] [--warmup N] [--threads N] [--reference-runs N] [--profile TOP] [--int8] MODEL...\n",
                why.c_str());
   std::exit(2);
 }
@@ -66,6 +71,8 @@ Options parseOptions(int argc, char** argv) {
       o.dir = argv[++i];
     } else if (arg == "--ort-script" && i + 1 < argc) {
       o.ortScript = argv[++i];
+    } else if (arg == "--int8") {
+      o.int8 = true;
     } else if (auto it = counts.find(arg); it != counts.end() && i + 1 < argc) {
       *it->second = std::atoi(argv[++i]);
       if (*it->second < 0) usage(arg + " must not be negative");
@@ -228,15 +235,30 @@ std::optional<kiln::OptimizationProfile> profileFor(const kiln::Network& network
   return profile;
 }
 
-Row benchmarkModel(const Options& o, const std::string& model) {
+// The benchmark inputs as .npy files named by input: an INT8 build's calibration data.
+std::string writeCalibration(const Options& o, const std::string& model,
+                             const std::map<std::string, kiln::HostTensor>& inputs) {
+  const std::string dir = o.dir + "/" + model + ".calibration";
+  std::filesystem::create_directories(dir);
+  for (const auto& [name, tensor] : inputs) kiln::writeNpyFile(tensor, dir + "/" + name + ".npy");
+  return dir;
+}
+
+// int8: Kiln's INT8 engine against the ONNX Runtime fp32 timings of the model's fp32 row.
+Row benchmarkModel(const Options& o, const std::string& model, bool int8) {
   Row row;
-  row.model = model;
+  row.model = int8 ? model + " int8" : model;
   const std::string base = o.dir + "/" + model;
   auto inputs = readTensors(o.dir, readJson(base + ".inputs.json").at("inputs"));
   auto network = kiln::OnnxImporter().importFile(base + ".onnx");
 
   kiln::BuilderConfig config;
   if (auto profile = profileFor(*network, inputs)) config.profiles.push_back(*profile);
+  if (int8) {
+    config.allowINT8 = true;
+    config.calibration.dataPath = writeCalibration(o, model, inputs);
+    config.calibration.calibrator = kiln::CalibratorKind::kMinMax;
+  }
   kiln::BuildResult built = kiln::Builder().build(*network, config);
   std::shared_ptr<kiln::Engine> engine = kiln::Runtime().load(built.plan);
   auto context = engine->createExecutionContext();
@@ -244,7 +266,7 @@ Row benchmarkModel(const Options& o, const std::string& model) {
   // Rounds alternate between the two runtimes so that both see the same changes in machine load.
   std::vector<Timing> kilnRounds, ortRounds;
   for (int round = 0; round < o.rounds; ++round) {
-    if (!o.ortScript.empty()) {
+    if (!o.ortScript.empty() && !int8) {
       runOrtRound(o, model);
       nlohmann::json ort = readJson(base + ".ort.json");
       ortRounds.push_back({ort.at("median_ms").get<double>(), ort.at("min_ms").get<double>()});
@@ -298,7 +320,10 @@ int main(int argc, char** argv) {
               o.rounds, o.runs, o.warmup);
   std::vector<Row> rows;
   try {
-    for (const auto& model : o.models) rows.push_back(benchmarkModel(o, model));
+    for (const auto& model : o.models) {
+      rows.push_back(benchmarkModel(o, model, false));
+      if (o.int8) rows.push_back(benchmarkModel(o, model, true));
+    }
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln_cpu_benchmark: %s\n", e.what());
     return 1;
