@@ -40,6 +40,19 @@ namespace {
 
 constexpr const char* kModel = "embedding_model.onnx";
 constexpr const char* kMelModel = "melspectrogram.onnx";
+
+// Batches of 1 to 16 windows, tuned at 8.
+OptimizationProfile windowProfile() {
+  return {{{"input_1", rangeAlong({1, owkw::kWindowFrames, owkw::kMelBins, 1}, 0, 1, 8, 16)}}};
+}
+
+// How many of the report's convolutions were quantized to `precision`.
+int quantizedConvs(const BuildReport& report, Precision precision) {
+  int count = 0;
+  for (const auto& l : report.layers) count += l.type == "kiln.QuantizedConv" && l.precision == toString(precision);
+  return count;
+}
+
 double cosine(const float* a, const float* b, int64_t n) {
   double dot = 0, na = 0, nb = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -155,7 +168,7 @@ TEST_F(EmbeddingInt8, HeldOutEmbeddingsStayCloseToFp32WithEveryCalibrator) {
   ASSERT_EQ(heldOut.size(), 2u);
 
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
-  const OptimizationProfile profile = {{{"input_1", rangeAlong({1, owkw::kWindowFrames, owkw::kMelBins, 1}, 0, 1, 8, 16)}}};
+  const OptimizationProfile profile = windowProfile();
   auto fp32 = buildEngine(*network, false, {profile})->createExecutionContext();
   for (CalibratorKind calibrator : {CalibratorKind::kEntropy, CalibratorKind::kMinMax, CalibratorKind::kPercentile}) {
     SCOPED_TRACE(toString(calibrator));
@@ -167,9 +180,7 @@ TEST_F(EmbeddingInt8, HeldOutEmbeddingsStayCloseToFp32WithEveryCalibrator) {
     config.calibration.calibrator = calibrator;
     config.profiles = {profile};
     const BuildResult built = Builder().build(*network, config);
-    int int8Convs = 0;
-    for (const auto& l : built.report.layers) int8Convs += l.type == "kiln.QuantizedConv" && l.precision == "int8";
-    EXPECT_EQ(int8Convs, 20) << "the CNN's 20 convolutions";
+    EXPECT_EQ(quantizedConvs(built.report, Precision::kINT8), 20) << "the CNN's 20 convolutions";
     EXPECT_EQ(built.report.calibration.batches, batches);
     auto int8 = Runtime().load(built.plan)->createExecutionContext();
     const HeldOutAgreement a = agreementOn(heldOut, *fp32, *int8);
@@ -195,7 +206,7 @@ TEST_F(EmbeddingInt8, AQdqModelFromACalibrationFusesEveryPairAndStaysCloseToFp32
 
   const auto ranges = convInputRanges(*network, calibration);
 
-  const OptimizationProfile profile = {{{"input_1", rangeAlong({1, owkw::kWindowFrames, owkw::kMelBins, 1}, 0, 1, 8, 16)}}};
+  const OptimizationProfile profile = windowProfile();
   auto fp32 = buildEngine(*network, false, {profile})->createExecutionContext();
   for (QdqStyle style : {QdqStyle::kOnnxRuntime, QdqStyle::kSymmetricInt8}) {
     const char* styleName = style == QdqStyle::kOnnxRuntime ? "onnxruntime uint8" : "symmetric int8";
@@ -207,9 +218,7 @@ TEST_F(EmbeddingInt8, AQdqModelFromACalibrationFusesEveryPairAndStaysCloseToFp32
     config.backend = testBackend();
     config.profiles = {profile};
     const BuildResult built = Builder().build(*qdq, config);
-    int int8Convs = 0;
-    for (const auto& l : built.report.layers) int8Convs += l.type == "kiln.QuantizedConv" && l.precision == "int8";
-    EXPECT_EQ(int8Convs, 20) << "the CNN's 20 convolutions";
+    EXPECT_EQ(quantizedConvs(built.report, Precision::kINT8), 20) << "the CNN's 20 convolutions";
     ASSERT_EQ(built.report.qdq.size(), nodes.size());
     for (const auto& n : built.report.qdq)
       EXPECT_TRUE(n.fused() || !n.unfused.empty() || !n.removed.empty()) << n.node << " is neither fused nor listed";
@@ -249,7 +258,7 @@ TEST_F(EmbeddingInt8, Fp8AndFp4EnginesOfTheHeldOutEmbeddings) {
   if (owkw::writeCalibrationWindows(mel, dir_) == 0) GTEST_SKIP() << "SKIPPED: " << owkw::whyNoSpeech();
   const std::vector<HostTensor> heldOut = owkw::heldOutWindows(mel);
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
-  const OptimizationProfile profile = {{{"input_1", rangeAlong({1, owkw::kWindowFrames, owkw::kMelBins, 1}, 0, 1, 8, 16)}}};
+  const OptimizationProfile profile = windowProfile();
   auto fp32 = buildEngine(*network, false, {profile})->createExecutionContext();
   fs::create_directories(dir_ / "caches");
   std::map<std::pair<Precision, CalibratorKind>, HeldOutAgreement> measured;
@@ -270,10 +279,7 @@ TEST_F(EmbeddingInt8, Fp8AndFp4EnginesOfTheHeldOutEmbeddings) {
       config.calibration.cachePath = (dir_ / "caches" / (std::string(toString(calibrator)) + ".cache")).string();
       config.profiles = {profile};
       const BuildResult built = Builder().build(*network, config);
-      int quantizedConvs = 0;
-      for (const auto& l : built.report.layers)
-        quantizedConvs += l.type == "kiln.QuantizedConv" && l.precision == toString(precision);
-      EXPECT_EQ(quantizedConvs, 20) << "the CNN's 20 convolutions";
+      EXPECT_EQ(quantizedConvs(built.report, precision), 20) << "the CNN's 20 convolutions";
       auto engine = Runtime().load(built.plan)->createExecutionContext();
       const HeldOutAgreement a = agreementOn(heldOut, *fp32, *engine);
       measured[{precision, calibrator}] = a;
@@ -315,15 +321,13 @@ TEST_F(EmbeddingInt8, AnFp8QdqModelFusesIntoFp8Layers) {
   auto network = OnnxImporter().importFile(modelPath(kModel).string());
   std::vector<std::string> nodes;
   auto qdq = withQdqNodes(*network, QdqStyle::kFloat8, convInputRanges(*network, calibration), nodes);
-  const OptimizationProfile profile = {{{"input_1", rangeAlong({1, owkw::kWindowFrames, owkw::kMelBins, 1}, 0, 1, 8, 16)}}};
+  const OptimizationProfile profile = windowProfile();
   BuilderConfig config;
   config.allowTF32 = false;
   config.backend = testBackend();
   config.profiles = {profile};
   const BuildResult built = Builder().build(*qdq, config);
-  int fp8Convs = 0;
-  for (const auto& l : built.report.layers) fp8Convs += l.type == "kiln.QuantizedConv" && l.precision == "fp8";
-  EXPECT_EQ(fp8Convs, 20) << "the CNN's 20 convolutions";
+  EXPECT_EQ(quantizedConvs(built.report, Precision::kFP8), 20) << "the CNN's 20 convolutions";
   const QdqTally tally = tallyQdq(built.report.qdq);
   for (const auto& n : built.report.qdq)
     if (!n.unfused.empty()) EXPECT_NE(n.unfused.find("has no fp8 kernel"), std::string::npos) << n.node << ": " << n.unfused;

@@ -2,6 +2,7 @@
 
 #include <kernels/cuda/common/device_types.cuh>
 #include <kernels/cuda/common/launch.cuh>
+#include <kernels/cuda/common/vector_pack.cuh>
 #include <kernels/cuda/elementwise/fast_divider.h>
 #include <kernels/cuda/elementwise/fused_activation.cuh>
 
@@ -18,13 +19,8 @@ struct Geometry {
 
 // V channels a thread: 16 bytes of T where the channel count allows, else one.
 template <class T, int V>
-struct alignas(sizeof(T) * V) Vec {
-  T v[V];
-};
-
-template <class T, int V>
 __device__ __forceinline__ void load(const T* p, float (&out)[V]) {
-  const Vec<T, V> vec = *reinterpret_cast<const Vec<T, V>*>(p);
+  const Pack<T, V> vec = loadPack<T, V>(p, 0);
 #pragma unroll
   for (int i = 0; i < V; ++i) out[i] = float(toCompute(vec.v[i]));
 }
@@ -83,11 +79,11 @@ __global__ void depthwiseKernel(const T* __restrict__ x, const float* __restrict
 #pragma unroll
       for (int v = 0; v < V; ++v) (e.residualBeforeActivation ? before : after)[v] += r[v];
     }
-    Vec<T, V> out;
+    Pack<T, V> out;
 #pragma unroll
     for (int v = 0; v < V; ++v)
       out.v[v] = fromCompute<T>(fusedActivation(acc[v] + before[v], e.activation, e.alpha, e.beta) + after[v]);
-    *reinterpret_cast<Vec<T, V>*>(y + at) = out;
+    *reinterpret_cast<Pack<T, V>*>(y + at) = out;
   }
 }
 

@@ -7,16 +7,12 @@
 #include "broadcast_indexer.h"
 #include "kernels/cuda/common/device_types.cuh"
 #include "kernels/cuda/common/launch.cuh"
+#include "kernels/cuda/common/vector_pack.cuh"
 
 #include <algorithm>
 #include <cstdint>
 
 namespace kiln::kernels::cuda {
-
-template <class T, int N>
-struct alignas(sizeof(T) * N) Pack {
-  T v[N];
-};
 
 // Elements per pack: 16 bytes of the widest type.
 template <class... T>
@@ -29,8 +25,6 @@ template <class Out, class V>
 __device__ __forceinline__ Out storeAs(V v) {
   return fromCompute<Out>(static_cast<ComputeType<Out>>(v));
 }
-
-inline bool alignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // ---- one input, dense ----
 template <int W, class In, class Out, class F>

@@ -4,6 +4,7 @@
 
 #include <kernels/cuda/common/device_types.cuh>
 #include <kernels/cuda/common/launch.cuh>
+#include <kernels/cuda/common/vector_pack.cuh>
 #include <kernels/cuda/elementwise/fast_divider.h>
 #include <kernels/cuda/elementwise/fused_activation.cuh>
 
@@ -30,19 +31,6 @@ __device__ __forceinline__ uint8_t operandByte(X x, const OperandQuantization& q
     return uint8_t(quantizeToInteger<int8_t>(v, q.scale, int8_t(q.zero)));
   }
 }
-
-// V elements of T in one aligned load or store (16 bytes and more are whole vector accesses).
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
-template <class T, int V>
-__device__ __forceinline__ Pack<T, V> loadPack(const void* p, size_t element) {
-  return *reinterpret_cast<const Pack<T, V>*>(static_cast<const T*>(p) + element);
-}
-
-bool alignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // Dense operands (no padded columns): V elements a thread, one vector load and store each.
 template <class X, int V>

@@ -15,6 +15,10 @@
 
 namespace kiln::cuda {
 
+// The workspace a step gives cuBLASLt at most: NVIDIA's advice for Hopper (less hides the split-K
+// algorithms).
+inline constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;
+
 // cuBLASLt's handle for `device`, made on first use (one per backend: cuBLASLt handles may be used
 // from several threads at once).
 cublasLtHandle_t cublasLtHandle(CudaDevice& device);

@@ -129,18 +129,22 @@ DeviceCopy::DeviceCopy(DeviceAllocator& allocator, const void* host, uint64_t by
   if (bytes) check(cudaMemcpy(memory_.get(), host, bytes, cudaMemcpyHostToDevice), "uploading weights");
 }
 
-DeviceCopy deviceScalar(DeviceAllocator& allocator, float value, DataType type) {
-  if (type == DataType::kFloat16) {
-    const kernels::Float16 v(value);
-    return DeviceCopy(allocator, &v, sizeof(v));
-  }
-  if (type == DataType::kBFloat16) {
-    const kernels::BFloat16 v(value);
-    return DeviceCopy(allocator, &v, sizeof(v));
-  }
+DeviceCopy deviceVector(DeviceAllocator& allocator, const std::vector<float>& values, DataType type) {
+  auto narrowed = [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> v;
+    for (float x : values) v.push_back(T(x));
+    return DeviceCopy(allocator, v.data(), v.size() * sizeof(T));
+  };
+  if (type == DataType::kFloat16) return narrowed(kernels::Float16{});
+  if (type == DataType::kBFloat16) return narrowed(kernels::BFloat16{});
   if (type != DataType::kFloat32)
-    throw Error(ErrorCode::kInternal, "a device scalar of " + std::string(toString(type)) + " (float types only)");
-  return DeviceCopy(allocator, &value, sizeof(value));
+    throw Error(ErrorCode::kInternal, "device values of " + std::string(toString(type)) + " (float types only)");
+  return DeviceCopy(allocator, values.data(), values.size() * sizeof(float));
+}
+
+DeviceCopy deviceScalar(DeviceAllocator& allocator, float value, DataType type) {
+  return deviceVector(allocator, {value}, type);
 }
 
 }  // namespace kiln::cuda

@@ -84,7 +84,10 @@ class DeviceCopy {
   DeviceBuffer memory_;
 };
 
-// `value` as one element of a float storage type (float32, float16, bfloat16) in device memory.
+// `values` as elements of a float storage type (float32, float16, bfloat16, rounded to nearest
+// even) in device memory: a bias in its layer's storage type, say.
+DeviceCopy deviceVector(DeviceAllocator& allocator, const std::vector<float>& values, DataType type);
+// `value` as one element of a float storage type in device memory.
 DeviceCopy deviceScalar(DeviceAllocator& allocator, float value, DataType type);
 
 }  // namespace kiln::cuda

@@ -30,7 +30,6 @@ namespace {
 
 namespace k = kernels::cuda;
 
-constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;
 
 // The two products of a chunk.
 struct Variant {

@@ -34,7 +34,6 @@ namespace {
 namespace k = kernels::cuda;
 using kernels::Activation;
 
-constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;  // NVIDIA's advice for Hopper (split-K needs it)
 
 
 std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }

@@ -15,6 +15,7 @@
 // "cublaslt.fp8gemm[.fused].<storage>.h0".. (storage: the float type of its activations), each
 // carrying its algorithm; a step validates it for each shape it meets and asks the heuristic again
 // where it no longer fits.
+#include "../../../builder/conversion_layers.h"
 #include "../../../ops/fused.h"
 #include "../../../ops/quantized.h"
 #include "../../common/conv_geometry.h"
@@ -24,7 +25,6 @@
 #include "../workspace_math.h"
 #include "quantized_gemm_plan.h"
 
-#include <kernels/cpu/common/numeric_types.h>
 #include <kiln/error.h>
 
 #include <algorithm>
@@ -34,7 +34,6 @@ namespace {
 
 namespace k = kernels::cuda;
 
-constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;
 constexpr size_t kX = 0, kResidual = 3;
 
 // One launch shape: the product's rows and how X becomes its operand.
@@ -55,18 +54,14 @@ struct Workspace {
 
 const std::string kFusedTag = ".fused";
 
-// The float storage of the layer's activations (quantized::kFloatStorage).
-DataType floatStorageOf(const Layer& layer) {
-  const std::string storage = layer.attrString(quantized::kFloatStorage, "fp32");
-  return storage == "fp16" ? DataType::kFloat16 : storage == "bf16" ? DataType::kBFloat16 : DataType::kFloat32;
-}
+// The float storage of the layer's activations (quantized::kFloatStorage; fp32 when it has none).
+DataType floatStorageOf(const Layer& layer) { return activationStorageOf(layer, Precision::kINT8); }
 
 std::string tacticBase(const Layer& layer, bool fused) {
   const bool fp8 = quantized::precisionOf(layer) == Precision::kFP8;
   const std::string storage = layer.attrString(quantized::kFloatStorage, "fp32");
   return std::string("cublaslt.") + (fp8 ? "fp8gemm" : "int8gemm") + (fused ? kFusedTag : "") + "." + storage;
 }
-
 
 // The epilogue of the fused fp8 product, where the layer (in its storage) can have one.
 std::optional<cublasLtEpilogue_t> fusedEpilogueOf(const Layer& layer, const QuantizedGemmPlan& plan) {
@@ -183,13 +178,8 @@ class QuantizedGemmStep : public CudaStep {
       fused_ = fusedEpilogueOf(layer, plan_);
       fusedScales_ = scales;
     }
-    if (fused_ && !plan_.bias.empty()) {  // the bias in the output's type, as cuBLASLt reads it
-      std::vector<uint16_t> narrow(plan_.bias.size());
-      for (size_t i = 0; i < narrow.size(); ++i)
-        narrow[i] = storage_ == DataType::kFloat16 ? kernels::Float16(plan_.bias[i]).bits
-                                                   : kernels::BFloat16(plan_.bias[i]).bits;
-      narrowBias_ = upload(device, narrow);
-    }
+    if (fused_ && !plan_.bias.empty())  // the bias in the output's type, as cuBLASLt reads it
+      narrowBias_ = deviceVector(device.allocator, plan_.bias, storage_);
   }
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
@@ -323,27 +313,29 @@ std::vector<Tactic> quantizedTactics(const Layer& layer, Precision, const LayerI
     if (s.empty) return {plain};
     plain.workspaceBytes = workspaceOf(plan, s, false, kCublasWorkspaceBytes).total();
     const auto fused = fusedEpilogueOf(layer, plan);
-    // The fused forms first (the first one cuBLASLt takes), then the product into sums.
-    for (const FusedScales scales : {kColumnScales, kColumnAndRowScales, kNotFused}) {
+    // One candidate list per form: the heuristic's algorithms, each its own tactic.
+    auto offer = [&](FusedScales scales) {
       const bool fuse = scales != kNotFused;
-      if (fuse && (!fused || std::any_of(tactics.begin(), tactics.end(), [](const Tactic& t) {
-            return t.id.find(kFusedTag + ".") != std::string::npos;
-          })))
-        continue;
-      std::vector<cublasLtMatmulHeuristicResult_t> results;
-      try {
-        LtGemm gemm(gemmShapeOf(plan, s.rows, fuse ? fused : std::nullopt, scales, floatStorageOf(layer)));
-        results = gemm.heuristics(cublasLtHandle(device), inputs.candidateBudget, kCublasWorkspaceBytes, 256);
-      } catch (const Error&) {
-        if (!fuse) throw;  // cuBLASLt lacks this scale mode (INVALID_VALUE): the next form, or none
-      }
+      LtGemm gemm(gemmShapeOf(plan, s.rows, fuse ? fused : std::nullopt, scales, floatStorageOf(layer)));
+      const auto results = gemm.heuristics(cublasLtHandle(device), inputs.candidateBudget, kCublasWorkspaceBytes, 256);
       for (size_t i = 0; i < results.size(); ++i) {
         Tactic& t = tactics.emplace_back(plain);
         t.id = tacticBase(layer, fuse) + ".h" + std::to_string(i);
         t.workspaceBytes = workspaceOf(plan, s, false, results[i].workspaceSize).total();
         t.payload = encodeAlgo(StoredAlgo{results[i].algo, results[i].workspaceSize, 256, uint32_t(scales)});
       }
-    }
+      return !results.empty();
+    };
+    // The fused product first, in the first scale form cuBLASLt takes (it answers INVALID_VALUE
+    // for one it lacks), then the product into sums.
+    if (fused)
+      for (const FusedScales scales : {kColumnScales, kColumnAndRowScales}) {
+        try {
+          if (offer(scales)) break;
+        } catch (const Error&) {  // cuBLASLt lacks this scale form: the next one
+        }
+      }
+    offer(kNotFused);
   } catch (const Error&) {
     // The step meets the same problem at its first launch and reports it naming the layer.
   }

@@ -18,7 +18,6 @@ namespace {
 
 namespace k = kernels::cuda;
 
-constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;
 
 enum RecurrentInput : size_t { kX = 0, kW, kR, kB, kLengths, kInitialH, kInitialC, kPeephole };
 

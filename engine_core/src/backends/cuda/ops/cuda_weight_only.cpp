@@ -16,7 +16,6 @@
 #include "../cuda_step.h"
 #include "../workspace_math.h"
 
-#include <kernels/cpu/common/numeric_types.h>
 #include <kernels/cpu/quant/int4_weight_format.h>
 #include <kernels/cuda/quant/int4_dequantize.h>
 #include <kiln/error.h>
@@ -27,10 +26,8 @@ namespace {
 
 namespace k = kernels::cuda;
 
-constexpr uint64_t kCublasWorkspaceBytes = uint64_t(32) << 20;
 constexpr size_t kA = 0, kPacked = 1, kBias = 2, kResidual = 3;
 const std::string kTacticBase = "cuda.matmul.int4_dequant_gemm.";
-
 
 struct Dims {
   int64_t k = 0, n = 0, groupSize = 0;
@@ -49,6 +46,7 @@ struct ShapeEntry {
   std::unique_ptr<LtGemm> gemm;
   cublasLtMatmulAlgo_t algo{};
   uint64_t cublasBytes = 0;
+  ElementwiseEpilogue::Work work;  // made with the entry (launches allocate nothing); pointers set at each launch
 };
 
 class WeightOnlyState : public StepState {
@@ -84,16 +82,7 @@ class WeightOnlyStep : public CudaStep {
       if (!bias || bias->elementCount() != dims_.n)
         throw Error(ErrorCode::kInvalidArgument, name_ + ": its bias is not a constant of N values");
       const std::vector<double> values = bias->toDoubleVector();
-      if (storage_ == DataType::kFloat32) {
-        const std::vector<float> v(values.begin(), values.end());
-        bias_ = DeviceCopy(device.allocator, v.data(), v.size() * 4);
-      } else {
-        std::vector<uint16_t> v(values.size());
-        for (size_t i = 0; i < v.size(); ++i)
-          v[i] = storage_ == DataType::kFloat16 ? kernels::Float16(float(values[i])).bits
-                                                : kernels::BFloat16(float(values[i])).bits;
-        bias_ = DeviceCopy(device.allocator, v.data(), v.size() * 2);
-      }
+      bias_ = deviceVector(device.allocator, std::vector<float>(values.begin(), values.end()), storage_);
     }
   }
 
@@ -132,9 +121,7 @@ class WeightOnlyStep : public CudaStep {
     check(k::dequantizeInt4Weights(w, workspace, elementType(out), s), "dequantizing its int4 weights");
     entry.gemm->run(cublasLtHandle(device_), entry.algo, 1.0f, input(args, kA), workspace, 0.0f, out.data, out.data,
                     nullptr, workspace + wBytes + scratchBytes, entry.cublasBytes, s, name_);
-    ElementwiseEpilogue::Work work;
-    work.bias = bias_.get();
-    work.biasDims = {dims_.n};
+    ElementwiseEpilogue::Work& work = entry.work;
     const void* residual = hasResidual_ ? input(args, kResidual) : nullptr;
     (epilogue_.attributes().residualBeforeActivation ? work.residualBefore : work.residualAfter) = residual;
     epilogue_.apply(out.data, out.dims, work, workspace + wBytes, s);
@@ -158,6 +145,8 @@ class WeightOnlyStep : public CudaStep {
       throw Error(ErrorCode::kUnsupported, name_ + ": cuBLASLt has no algorithm for its " + g.describe() + " product");
     entry->algo = results[0].algo;
     entry->cublasBytes = results[0].workspaceSize;
+    entry->work.bias = bias_.get();
+    entry->work.biasDims = {dims_.n};
     state.shapes.push_back(std::move(entry));
     return *state.shapes.back();
   }
