@@ -41,7 +41,9 @@ void expectQuantizedOnGpu(const test::Agreement& agreement, const std::string& t
     if (l.type == type) {
       ++count;
       EXPECT_TRUE(l.precision == "int8" || l.precision == "fp8") << l.name << " is " << l.precision;
-      EXPECT_EQ(l.tactic.rfind("cublaslt.", 0), 0u) << l.name << " ran " << l.tactic;
+      EXPECT_TRUE(l.tactic.rfind("cublaslt.", 0) == 0 || l.tactic.rfind("cudnn.int8conv.", 0) == 0 ||
+                  l.tactic.rfind("cudnn.fp8conv.", 0) == 0)
+          << l.name << " ran " << l.tactic;
     }
   EXPECT_GE(count, atLeast) << "quantized layers of type " << type << " on the GPU";
 }
@@ -133,6 +135,76 @@ TEST(QuantizedAgreement, MatMulsWithOddDepthsAndBatchDims) {
         std::cout << "[ measured ] " << styleName(style) << " matmul " << dimsToString(a) << " x " << n << " "
                   << toString(precision) << ": NMSE " << agreement.worstNmse << "\n";
       }
+}
+
+// Symmetric int8 and fp8 convolutions as cuDNN 8-bit graphs (cuda_quantized_conv_graph.cpp), forced
+// over the cuBLASLt form they compete with: sums dequantized in the graph, channels padded to 16 on
+// entry (5 and 3 input channels), a residual, in fp32 and fp16 engines. int8 sums are exact and the
+// epilogue is the CPU's fp32 arithmetic, so the bound is the harness's; fp8's is the cuBLASLt one's.
+TEST(QuantizedAgreement, CudnnInt8GraphConvolutions) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::vector<ConvCase> cases{
+      {"3x3 pad 1, 5 -> 16 channels", {2, 5, 9, 11}, 16, 3, 1, false},
+      {"3x3 stride 2, 16 -> 48 channels", {1, 16, 13, 12}, 48, 3, 2, false},
+      {"1x1, 32 -> 32 channels with a residual", {2, 32, 7, 7}, 32, 1, 1, true},
+      {"7x7 stride 2 stem, 3 -> 64 channels", {2, 3, 23, 23}, 64, 7, 2, false},
+  };
+  for (QdqStyle style : {QdqStyle::kSymmetricInt8, QdqStyle::kFloat8})
+    for (const ConvCase& c : cases)
+      for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
+        SCOPED_TRACE(std::string(styleName(style)) + ", " + c.name + ", " + toString(precision));
+        const ModelBuilder mb = convModel(style, c.x, c.outChannels, c.kernel, c.stride, c.residual);
+        test::AgreementOptions options;
+        options.precision = precision;
+        options.nmseTolerance = toleranceOf(style, precision);
+        const std::string family = style == QdqStyle::kFloat8 ? "cudnn.fp8conv." : "cudnn.int8conv.";
+        options.forcedTactics = {{"conv", family + toString(precision) + ".c0"}};
+        const test::Agreement a =
+            test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(c.x, 45, -2.5f, 2.5f)}}, options);
+        test::expectNoFailedTactics(a);
+        for (const LayerSummary& l : a.gpuLayers)
+          if (l.type == "kiln.QuantizedConv") EXPECT_EQ(l.tactic.rfind(family, 0), 0u) << l.tactic;
+        std::cout << "[ measured ] cuDNN graph " << styleName(style) << " " << c.name << " " << toString(precision)
+                  << ": NMSE " << a.worstNmse << "\n";
+      }
+}
+
+// Two symmetric int8 convolutions in a chain: the first writes int8 (ChainInt8Activations) from its
+// cuDNN graph (rounded and saturated there) and the second reads it as its operand, NHWC, as it is.
+TEST(QuantizedAgreement, CudnnInt8GraphChainPassesInt8Between) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  ModelBuilder mb(17);
+  const std::vector<int64_t> x{2, 16, 12, 10};
+  mb.input("x", kFloat, x).output("y");
+  QdqWriter q(mb, QdqStyle::kSymmetricInt8);
+  std::string in = "x";
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i);
+    const std::string xq = q.activation(in, i == 0 ? -2.0f : 0.0f, 2.0f);
+    const std::string wq = q.weights("w" + n, test::randomFloats({32, i == 0 ? 16 : 32, 3, 3}, 50 + i, -0.3f, 0.3f), 0);
+    const std::string b = q.bias("b" + n, test::randomFloats({32}, 52 + i), xq, wq);
+    auto& conv = mb.node("Conv", {xq, wq, b}, {"c" + n}, "conv" + n);
+    ModelBuilder::setInts(conv, "pads", {1, 1, 1, 1});
+    mb.node("Relu", {"c" + n}, {i == 1 ? "y" : "r" + n}, "relu" + n);
+    in = "r" + n;
+  }
+  for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
+    SCOPED_TRACE(toString(precision));
+    test::AgreementOptions options;
+    options.precision = precision;
+    const std::string tactic = std::string("cudnn.int8conv.") + toString(precision) + ".c0";
+    options.forcedTactics = {{"conv0", tactic}, {"conv1", tactic}};
+    // cuDNN multiplies by 1 / y_scale where the CPU divides: a value at a rounding tie may land one
+    // int8 step away (measured on the H200: NMSE 1.5e-15 in fp32; fp16 keeps the harness's bound).
+    options.nmseTolerance = precision == Precision::kFP32 ? 1e-6 : 0;
+    const test::Agreement a = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(x, 54)}}, options);
+    test::expectNoFailedTactics(a);
+    int64_t graphs = 0;
+    for (const LayerSummary& l : a.gpuLayers)
+      if (l.type == "kiln.QuantizedConv" && l.tactic.rfind("cudnn.int8conv.", 0) == 0) ++graphs;
+    EXPECT_EQ(graphs, 2);
+    std::cout << "[ measured ] cuDNN int8 graph chain " << toString(precision) << ": NMSE " << a.worstNmse << "\n";
+  }
 }
 
 // The whole Q/DQ CNN (two convolutions, a max pool between 8-bit tensors, a Gemm): int8 / uint8

@@ -5,6 +5,8 @@
 #include <kiln/error.h>
 #include <kiln/shape.h>
 
+#include <map>
+
 namespace kiln::cuda {
 namespace {
 
@@ -21,20 +23,33 @@ CudnnDescriptor pointwise(cudnnPointwiseMode_t mode, const std::string& what) {
 CudnnDescriptor activationDescriptor(const FusedEpilogue& e, const std::string& what) {
   cudnnPointwiseMode_t mode = CUDNN_POINTWISE_RELU_FWD;  // Relu, LeakyRelu, Clip from 0
   switch (e.activation) {
-    case Activation::kSigmoid: mode = CUDNN_POINTWISE_SIGMOID_FWD; break;
-    case Activation::kTanh: mode = CUDNN_POINTWISE_TANH_FWD; break;
-    case Activation::kSiLU: mode = CUDNN_POINTWISE_SWISH_FWD; break;
-    case Activation::kGelu: mode = CUDNN_POINTWISE_GELU_FWD; break;
-    case Activation::kGeluTanh: mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD; break;
+    case Activation::kSigmoid:
+      mode = CUDNN_POINTWISE_SIGMOID_FWD;
+      break;
+    case Activation::kTanh:
+      mode = CUDNN_POINTWISE_TANH_FWD;
+      break;
+    case Activation::kSiLU:
+      mode = CUDNN_POINTWISE_SWISH_FWD;
+      break;
+    case Activation::kGelu:
+      mode = CUDNN_POINTWISE_GELU_FWD;
+      break;
+    case Activation::kGeluTanh:
+      mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
+      break;
     case Activation::kRelu:
     case Activation::kLeakyRelu:
-    case Activation::kClip: break;
-    default: throw Error(ErrorCode::kInternal, what + ": no cuDNN pointwise op for this activation");
+    case Activation::kClip:
+      break;
+    default:
+      throw Error(ErrorCode::kInternal, what + ": no cuDNN pointwise op for this activation");
   }
   CudnnDescriptor d = pointwise(mode, what);
   if (e.activation == Activation::kLeakyRelu) d.setDouble(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, double(e.alpha));
   if (e.activation == Activation::kClip)  // min 0: ReLU with an upper clip (ReLU6)
-    d.setDouble(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, 0.0).setDouble(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, double(e.beta));
+    d.setDouble(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, 0.0)
+        .setDouble(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, double(e.beta));
   if (e.activation == Activation::kSiLU) d.setDouble(CUDNN_ATTR_POINTWISE_SWISH_BETA, 1.0);
   d.finalize();
   return d;
@@ -83,38 +98,65 @@ std::string ConvGraphProblem::describe() const {
   if (epilogue.activation != kernels::Activation::kNone)
     epilogueText += " activation " + std::to_string(int(epilogue.activation)) + "(" + std::to_string(epilogue.alpha) +
                     "," + std::to_string(epilogue.beta) + ")";
-  return "cuDNN graph (" + std::string(fusions[int(fusion)]) + epilogueText + ") x " + dimsToString(x) + " w " + dimsToString(w) + " y " +
-         dimsToString(y) + " pads " + dimsToString(prePads) + "/" + dimsToString(postPads) + " strides " + dimsToString(strides) +
-         " dilations " + dimsToString(dilations) + " " + std::string(toString(type)) + " NHWC, alignment " + std::to_string(alignment);
+  if (quantized != QuantizedOperands::kNone) {
+    const std::string operands = quantized == QuantizedOperands::kInt8 ? "int8" : "fp8";
+    epilogueText = " " + operands + " sums * scale" + epilogueText + (quantizedOutput ? " " + operands + " out" : "");
+  }
+  return "cuDNN graph (" + std::string(fusions[int(fusion)]) + epilogueText + ") x " + dimsToString(x) + " w " +
+         dimsToString(w) + " y " + dimsToString(y) + " pads " + dimsToString(prePads) + "/" + dimsToString(postPads) +
+         " strides " + dimsToString(strides) + " dilations " + dimsToString(dilations) + " " +
+         std::string(toString(type)) + " NHWC, alignment " + std::to_string(alignment);
+}
+
+ConvGraphProblem convGraphGeometry(const kernels::ConvShape& shape, const std::vector<int64_t>& x, int64_t outChannels,
+                                   int64_t paddedC) {
+  ConvGraphProblem p;
+  p.x = {x[0], paddedC, x[2], x[3]};
+  p.w = {outChannels, paddedC, shape.window.kernel[kernels::kMaxSpatialRank - 2],
+         shape.window.kernel[kernels::kMaxSpatialRank - 1]};
+  p.y = {x[0], outChannels};
+  for (size_t a = size_t(kernels::kMaxSpatialRank) - 2; a < size_t(kernels::kMaxSpatialRank); ++a) {
+    p.y.push_back(shape.window.out[a]);
+    p.prePads.push_back(shape.window.padBegin[a]);
+    p.postPads.push_back(shape.window.padEnd[a]);
+    p.strides.push_back(shape.window.stride[a]);
+    p.dilations.push_back(shape.window.dilation[a]);
+  }
+  return p;
 }
 
 std::unique_ptr<CudnnOperationGraph> makeConvGraph(cudnnHandle_t handle, const ConvGraphProblem& p,
                                                    const std::string& what) {
   const std::string context = what + ": " + p.describe();
+  const bool int8 = p.quantized == QuantizedOperands::kInt8, quantized = p.quantized != QuantizedOperands::kNone;
   const cudnnDataType_t type = cudnnTypeOf(p.type);
+  const cudnnDataType_t operandType = !quantized ? type : int8 ? CUDNN_DATA_INT8 : CUDNN_DATA_FP8_E4M3;
   std::vector<CudnnDescriptor> operations;
-  CudnnDescriptor x = cudnnTensor(kGraphX, type, p.x, channelsLastStrides(p.x), p.alignment, false, context);
-  CudnnDescriptor w = cudnnTensor(kGraphW, type, p.w, channelsLastStrides(p.w), p.alignment, false, context);
+  CudnnDescriptor x = cudnnTensor(kGraphX, operandType, p.x, channelsLastStrides(p.x), p.alignment, false, context);
+  CudnnDescriptor w = cudnnTensor(kGraphW, operandType, p.w, channelsLastStrides(p.w), p.alignment, false, context);
   const std::vector<int64_t> yStrides = channelsLastStrides(p.y);
-  CudnnDescriptor y = cudnnTensor(kGraphY, type, p.y, yStrides, p.alignment, false, context);
+  const bool quantizedOutput = quantized && p.quantizedOutput;
+  CudnnDescriptor y =
+      cudnnTensor(kGraphY, quantizedOutput ? operandType : type, p.y, yStrides, p.alignment, false, context);
 
   // The chain of pointwise steps after the convolution, in Kiln's epilogue order.
   const bool graphBias = p.bias && !p.leavesBias();
   const bool graphResidual = p.residual && !p.leavesResidual();
   const bool graphActivation = p.epilogue.activation != Activation::kNone && !p.leavesActivation();
-  const int steps = int(graphBias) + int(graphResidual) + int(graphActivation);
+  const int steps = int(graphBias) + int(graphResidual) + int(graphActivation) + int(quantized) + int(quantizedOutput);
   int64_t nextVirtual = 100;
   std::vector<CudnnDescriptor> virtuals;
-  auto output = [&](int& left) -> const CudnnDescriptor& {  // y for the last step, else a new fp32 virtual
+  // y for the last step, else a new virtual (fp32; an int8 convolution's sums int32).
+  auto output = [&](int& left, cudnnDataType_t virtualType = CUDNN_DATA_FLOAT) -> const CudnnDescriptor& {
     if (--left == 0) return y;
-    virtuals.push_back(cudnnTensor(nextVirtual++, CUDNN_DATA_FLOAT, p.y, yStrides, p.alignment, true, context));
+    virtuals.push_back(cudnnTensor(nextVirtual++, virtualType, p.y, yStrides, p.alignment, true, context));
     return virtuals.back();
   };
-  virtuals.reserve(4);
+  virtuals.reserve(6);
   int left = steps + 1;
 
   CudnnDescriptor convolution(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, context);
-  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnDataType_t compute = int8 ? CUDNN_DATA_INT32 : CUDNN_DATA_FLOAT;
   const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   convolution.setInt(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, int64_t(p.strides.size()))
       .setDataType(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, compute)
@@ -124,7 +166,7 @@ std::unique_ptr<CudnnOperationGraph> makeConvGraph(cudnnHandle_t handle, const C
       .setInts(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, p.prePads)
       .setInts(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, p.postPads);
   convolution.finalize();
-  const CudnnDescriptor& convolved = output(left);
+  const CudnnDescriptor& convolved = output(left, int8 ? CUDNN_DATA_INT32 : CUDNN_DATA_FLOAT);
   {
     CudnnDescriptor op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, context);
     op.setDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)
@@ -139,18 +181,25 @@ std::unique_ptr<CudnnOperationGraph> makeConvGraph(cudnnHandle_t handle, const C
   const CudnnDescriptor* current = &convolved;
   std::vector<CudnnDescriptor> modes;  // kept alive until the graph is final
   modes.reserve(4);
-  std::optional<CudnnDescriptor> bias, residual;
-  auto add = [&](const CudnnDescriptor& operand) {
-    modes.push_back(pointwise(CUDNN_POINTWISE_ADD, context));
+  std::optional<CudnnDescriptor> bias, residual, scale, outputScale;
+  auto binary = [&](cudnnPointwiseMode_t mode, const CudnnDescriptor& operand) {
+    modes.push_back(pointwise(mode, context));
     modes.back().finalize();
     const CudnnDescriptor& out = output(left);
     operations.push_back(pointwiseOperation(modes.back(), *current, &operand, out, context));
     current = &out;
   };
+  auto add = [&](const CudnnDescriptor& operand) { binary(CUDNN_POINTWISE_ADD, operand); };
+  std::vector<int64_t> perChannel(p.y.size(), 1);
+  perChannel[1] = p.y[1];
+  if (quantized) {  // the sums dequantized: sums * x_scale * w_scale[c]
+    scale =
+        cudnnTensor(kGraphScale, CUDNN_DATA_FLOAT, perChannel, linearStrides(perChannel), p.alignment, false, context);
+    binary(CUDNN_POINTWISE_MUL, *scale);
+  }
   if (graphBias) {
-    std::vector<int64_t> dims(p.y.size(), 1);
-    dims[1] = p.y[1];
-    bias = cudnnTensor(kGraphBias, type, dims, linearStrides(dims), p.alignment, false, context);
+    bias = cudnnTensor(kGraphBias, quantized ? CUDNN_DATA_FLOAT : type, perChannel, linearStrides(perChannel),
+                       p.alignment, false, context);
     add(*bias);
   }
   if (graphResidual) residual = cudnnTensor(kGraphResidual, type, p.y, yStrides, p.alignment, false, context);
@@ -162,13 +211,62 @@ std::unique_ptr<CudnnOperationGraph> makeConvGraph(cudnnHandle_t handle, const C
     current = &out;
   }
   if (graphResidual && !p.epilogue.residualBeforeActivation) add(*residual);
+  if (quantizedOutput) {  // quantized again: value * (1 / y_scale), which cuDNN rounds into y's type
+    const std::vector<int64_t> one(p.y.size(), 1);
+    outputScale = cudnnTensor(kGraphOutputScale, CUDNN_DATA_FLOAT, one, one, p.alignment, false, context);
+    binary(CUDNN_POINTWISE_MUL, *outputScale);
+  }
   std::vector<CudnnDescriptor> parts;
   for (CudnnDescriptor* d : {&x, &w, &y, &convolution}) parts.push_back(std::move(*d));
   for (auto& d : virtuals) parts.push_back(std::move(d));
   for (auto& d : modes) parts.push_back(std::move(d));
-  if (bias) parts.push_back(std::move(*bias));
-  if (residual) parts.push_back(std::move(*residual));
+  for (auto* d : {&bias, &residual, &scale, &outputScale})
+    if (*d) parts.push_back(std::move(**d));
   return std::make_unique<CudnnOperationGraph>(handle, std::move(operations), std::move(parts), context);
+}
+
+namespace {
+
+// Graphs and plans by what they compute, per thread (cuDNN handles are per thread); refusals too (null).
+struct PlanCache {
+  std::map<std::string, std::shared_ptr<CudnnOperationGraph>> graphs;
+  std::map<std::string, std::shared_ptr<CudnnExecutionPlan>> plans;
+};
+PlanCache& planCache() {
+  thread_local PlanCache cache;
+  return cache;
+}
+
+}  // namespace
+
+std::shared_ptr<CudnnOperationGraph> cachedConvGraph(cudnnHandle_t handle, const ConvGraphProblem& p,
+                                                     const std::string& what) {
+  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(handle)) + p.describe();
+  auto& graphs = planCache().graphs;
+  if (auto it = graphs.find(key); it != graphs.end()) return it->second;
+  std::shared_ptr<CudnnOperationGraph> graph;
+  try {
+    graph = makeConvGraph(handle, p, what);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kUnsupported) throw;
+  }
+  return graphs[key] = graph;
+}
+
+std::shared_ptr<CudnnExecutionPlan> cachedConvPlan(cudnnHandle_t handle, const CudnnOperationGraph& graph,
+                                                   const ConvGraphProblem& p, const EngineChoice& choice) {
+  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(handle)) + p.describe() + choice.describe();
+  auto& plans = planCache().plans;
+  if (auto it = plans.find(key); it != plans.end()) return it->second;
+  auto plan = std::make_shared<CudnnExecutionPlan>(CudnnExecutionPlan::make(handle, graph, choice));
+  return plans[key] = plan->empty() ? nullptr : plan;
+}
+
+int64_t alignmentOf(std::initializer_list<const void*> pointers) {
+  uintptr_t bits = 16;
+  for (const void* p : pointers)
+    if (p) bits |= reinterpret_cast<uintptr_t>(p);
+  return int64_t(bits & (~bits + 1));
 }
 
 }  // namespace kiln::cuda

@@ -25,7 +25,6 @@
 #include <kiln/error.h>
 
 #include <algorithm>
-#include <map>
 
 namespace kiln::cuda {
 namespace {
@@ -36,14 +35,6 @@ constexpr const char* kTacticPrefix = "cudnn.graph.conv.";
 constexpr size_t kEngineCandidates = 4;  // re-resolving a config at run time; tactics list LayerInputs::candidateBudget
 constexpr size_t kUnfusedEngineCandidates = 2;  // of the convolution alone, beside a fused graph's (at most)
 int64_t paddedChannels(int64_t c) { return (c + 7) / 8 * 8; }
-
-// The largest power of two up to 16 that divides every pointer.
-int64_t alignmentOf(std::initializer_list<const void*> pointers) {
-  uintptr_t bits = 16;
-  for (const void* p : pointers)
-    if (p) bits |= reinterpret_cast<uintptr_t>(p);
-  return int64_t(bits & (~bits + 1));
-}
 
 FusedEpilogue epilogueOf(const Layer& layer) {
   return layer.domain == fused::kDomain ? readFusedEpilogue(layer) : FusedEpilogue{};
@@ -60,20 +51,7 @@ ConvGraphProblem problemOf(const Layer& layer, const ConvSpec& spec, const std::
   if (w[0] % 8 != 0)
     throw Error(ErrorCode::kUnsupported,
                 layer.describe() + ": " + std::to_string(w[0]) + " output channels are not a multiple of 8");
-  ConvGraphProblem p;
-  const int64_t c = paddedChannels(x[1]);
-  p.x = {x[0], c, x[2], x[3]};
-  p.w = {w[0], c, w[2], w[3]};
-  p.y = {x[0], w[0]};
-  const size_t first = size_t(kernels::kMaxSpatialRank) - 2;
-  for (size_t i = 0; i < 2; ++i) {
-    const size_t a = first + i;
-    p.y.push_back(shape.window.out[a]);
-    p.prePads.push_back(shape.window.padBegin[a]);
-    p.postPads.push_back(shape.window.padEnd[a]);
-    p.strides.push_back(shape.window.stride[a]);
-    p.dilations.push_back(shape.window.dilation[a]);
-  }
+  ConvGraphProblem p = convGraphGeometry(shape, x, w[0], paddedChannels(x[1]));
   p.type = spec.storage;
   p.bias = spec.hasBias;
   p.residual = spec.hasResidual;
@@ -81,40 +59,6 @@ ConvGraphProblem problemOf(const Layer& layer, const ConvSpec& spec, const std::
   p.fusion = fusion;
   p.alignment = alignment;
   return p;
-}
-
-// Graphs and plans made on this thread, by what they compute: repeated blocks of a model, the
-// builder's timing runs and the engine's steps share them (runtime-fusion engines compile their
-// kernels when a plan is made). Refusals are kept too (null).
-struct PlanCache {
-  std::map<std::string, std::shared_ptr<CudnnOperationGraph>> graphs;
-  std::map<std::string, std::shared_ptr<CudnnExecutionPlan>> plans;
-};
-PlanCache& planCache() {
-  thread_local PlanCache cache;
-  return cache;
-}
-
-std::shared_ptr<CudnnOperationGraph> graphFor(cudnnHandle_t handle, const ConvGraphProblem& p, const std::string& what) {
-  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(handle)) + p.describe();
-  auto& graphs = planCache().graphs;
-  if (auto it = graphs.find(key); it != graphs.end()) return it->second;
-  std::shared_ptr<CudnnOperationGraph> graph;
-  try {
-    graph = makeConvGraph(handle, p, what);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kUnsupported) throw;
-  }
-  return graphs[key] = graph;
-}
-
-std::shared_ptr<CudnnExecutionPlan> planFor(cudnnHandle_t handle, const CudnnOperationGraph& graph,
-                                            const ConvGraphProblem& p, const EngineChoice& choice) {
-  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(handle)) + p.describe() + choice.describe();
-  auto& plans = planCache().plans;
-  if (auto it = plans.find(key); it != plans.end()) return it->second;
-  auto plan = std::make_shared<CudnnExecutionPlan>(CudnnExecutionPlan::make(handle, graph, choice));
-  return plans[key] = plan->empty() ? nullptr : plan;
 }
 
 struct Payload {
@@ -141,19 +85,20 @@ struct Resolved {
 
 // The plan for `wanted` at these dims: its own config where cuDNN takes it here, else the
 // heuristics' first that it takes, fusing less if it must. Throws naming the layer when none.
-Resolved resolve(const Layer& layer, const ConvSpec& spec, const std::vector<int64_t>& x,
-                 const std::vector<int64_t>& w, const Payload& wanted, int64_t alignment, int device) {
+Resolved resolve(const Layer& layer, const ConvSpec& spec, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                 const Payload& wanted, int64_t alignment, int device) {
   cudnnHandle_t handle = cudnnHandleForThread(device);
   const std::string what = layer.describe();
   std::string last;
   for (int f = int(wanted.fusion); f <= int(ConvFusion::kConvolutionOnly); ++f) {
     Resolved r{problemOf(layer, spec, x, w, ConvFusion(f), alignment), nullptr};
     last = r.problem.describe();
-    auto graph = graphFor(handle, r.problem, what);
+    auto graph = cachedConvGraph(handle, r.problem, what);
     if (!graph) continue;
-    if (f == int(wanted.fusion) && wanted.choice.engine >= 0) r.plan = planFor(handle, *graph, r.problem, wanted.choice);
+    if (f == int(wanted.fusion) && wanted.choice.engine >= 0)
+      r.plan = cachedConvPlan(handle, *graph, r.problem, wanted.choice);
     for (const EngineChoice& choice : r.plan ? std::vector<EngineChoice>{} : graph->rankedEngines(kEngineCandidates))
-      if ((r.plan = planFor(handle, *graph, r.problem, choice))) break;
+      if ((r.plan = cachedConvPlan(handle, *graph, r.problem, choice))) break;
     if (r.plan) return r;
   }
   throw Error(ErrorCode::kUnsupported, what + ": cuDNN has no engine for the " + last +
@@ -201,7 +146,8 @@ HostTensor channelsLastFilter(const HostTensor& w, int64_t channels, DataType ty
   std::vector<float> out(size_t(k * plane * channels), 0.0f);
   for (int64_t o = 0; o < k; ++o)
     for (int64_t i = 0; i < c; ++i)
-      for (int64_t s = 0; s < plane; ++s) out[size_t((o * plane + s) * channels + i)] = wide[size_t((o * c + i) * plane + s)];
+      for (int64_t s = 0; s < plane; ++s)
+        out[size_t((o * plane + s) * channels + i)] = wide[size_t((o * c + i) * plane + s)];
   HostTensor result(type, {k, d[2], d[3], channels});
   convertFloatStorage(DataType::kFloat32, out.data(), type, result.rawData(), int64_t(out.size()));
   return result;
@@ -223,7 +169,8 @@ class GraphConvState : public StepState {
 class GraphConvStep : public CudaStep {
  public:
   GraphConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
-      : CudaStep(layer, tactic, signature, device, storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
+      : CudaStep(layer, tactic, signature, device,
+                 storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
         spec_(convSpecOf(layer, tacticPrecision(layer, tactic), outputDeclared(signature))),
         epilogue_(layer, spec_.storage, device),
         payload_(decode(tactic.payload, layer.describe())),
@@ -238,8 +185,7 @@ class GraphConvStep : public CudaStep {
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
     if (inputs.size() < 2 || inputs[kConvX].dims.size() != 4 || elementCount(inputs[kConvX].dims) == 0) return 0;
-    const Resolved r =
-        resolve(layer_, spec_, inputs[kConvX].dims, inputs[kConvW].dims, payload_, 16, device_.ordinal);
+    const Resolved r = resolve(layer_, spec_, inputs[kConvX].dims, inputs[kConvW].dims, payload_, 16, device_.ordinal);
     return layoutOf(r, inputs[kConvX].dims, formats_).total();
   }
 
@@ -356,13 +302,13 @@ std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, co
     for (int f = int(ConvFusion::kFull); f <= int(ConvFusion::kConvolutionOnly); ++f) {
       if (fusedFound && ConvFusion(f) != ConvFusion::kConvolutionOnly) continue;
       Resolved r{problemOf(layer, spec, x, w, ConvFusion(f), 16), nullptr};
-      auto graph = graphFor(handle, r.problem, layer.describe());
+      auto graph = cachedConvGraph(handle, r.problem, layer.describe());
       if (!graph) continue;
       const size_t before = tactics.size();
       const size_t budget = size_t(std::max(1, inputs.candidateBudget));
       const size_t candidates = fusedFound ? std::min(kUnfusedEngineCandidates, budget) : budget;
       for (const EngineChoice& choice : graph->rankedEngines(candidates)) {
-        if (!(r.plan = planFor(handle, *graph, r.problem, choice))) continue;
+        if (!(r.plan = cachedConvPlan(handle, *graph, r.problem, choice))) continue;
         Tactic& t = tactics.emplace_back();
         t.id = kTacticPrefix + std::string(precisionTag(precision)) + ".c" + std::to_string(tactics.size() - 1);
         t.payload = encode({ConvFusion(f), choice});

@@ -11,6 +11,8 @@
 // (per-column scales, bias, Relu / GELU, the residual as C) and write the output itself: the fused
 // tactics, offered first and timed against the others.
 //
+// Convolutions in symmetric int8 are also offered as cuDNN int8 graphs (quantized_conv_graph.h).
+//
 // Tactics: the heuristic's top candidates at the max shapes, "cublaslt.int8gemm.<storage>.h0".. /
 // "cublaslt.fp8gemm[.fused].<storage>.h0".. (storage: the float type of its activations), each
 // carrying its algorithm; a step validates it for each shape it meets and asks the heuristic again
@@ -23,6 +25,7 @@
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
 #include "../workspace_math.h"
+#include "quantized_conv_graph.h"
 #include "quantized_gemm_plan.h"
 
 #include <kiln/error.h>
@@ -304,7 +307,8 @@ std::vector<Tactic> quantizedTactics(const Layer& layer, Precision, const LayerI
   plain.workspaceBytes = kCublasWorkspaceBytes;
   plain.takesChannelsLast = conv;
   if (inputs.dims.empty() || inputs.dims[kX].empty()) return {plain};
-  std::vector<Tactic> tactics;
+  // cuDNN's int8 convolution graphs first (no im2col copy, the epilogue in the kernel), where they apply.
+  std::vector<Tactic> tactics = quantizedGraphConvTactics(layer, inputs, device);
   try {
     const DataType xType = inputs.types.empty() ? DataType::kFloat32 : inputs.types[kX];
     const QuantizedGemmPlan plan = planQuantizedGemm(layer, inputs.weights, xType);
@@ -339,7 +343,8 @@ std::vector<Tactic> quantizedTactics(const Layer& layer, Precision, const LayerI
   } catch (const Error&) {
     // The step meets the same problem at its first launch and reports it naming the layer.
   }
-  if (tactics.empty()) tactics.push_back(plain);
+  if (std::none_of(tactics.begin(), tactics.end(), [](const Tactic& t) { return !isQuantizedGraphConvTactic(t.id); }))
+    tactics.push_back(plain);
   return tactics;
 }
 
@@ -357,6 +362,11 @@ SupportVerdict quantizedLayer(const Layer& layer, Precision) {
 
 void registerQuantizedCudaOps(CudaOpRegistry& registry) {
   CudaOp op = stepOp<QuantizedGemmStep>(quantizedTensors);
+  op.instantiate = [](const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                      CudaDevice& device) -> std::unique_ptr<Step> {
+    if (isQuantizedGraphConvTactic(tactic.id)) return makeQuantizedGraphConvStep(layer, tactic, signature, device);
+    return std::make_unique<QuantizedGemmStep>(layer, tactic, signature, device);
+  };
   op.tactics = quantizedTactics;
   op.supportsLayer = quantizedLayer;
   // A convolution gathers X and reads the residual in either layout, and writes either.
