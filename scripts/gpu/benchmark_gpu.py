@@ -9,11 +9,14 @@ as Kiln folds them), CNNs in channels_last; then `kiln build --backend cuda` and
 PyTorch's fp32 outputs on the same input (relative L2; fp16 must stay within 1e-2).
 
 Quantized rows (int8, fp8): `kiln build --fp16 --int8|--fp8 --calib-data` with calibration inputs
-drawn like the measured ones (another seed), against PyTorch's fp16 peers (measured once for the
-fp16 and quantized rows of a model) and Kiln's own fp16 row where the run has one.
+drawn like the measured ones (another seed); int4: `kiln build --fp16 --int4-weights` (weight-only,
+no calibration; e.g. GPT-2 INT4 weight-only at batch 1: --models gpt2_s128 --precisions fp16,int4
+--batches 1). Each against PyTorch's fp16 peers (measured once for the fp16 and quantized rows of a
+model) and Kiln's own fp16 row where the run has one ("Kiln fp16 X ms: Nx", above 1 means the
+quantized engine is faster). A quantized row's rel-L2 includes its quantization error.
 
   python3 scripts/gpu/benchmark_gpu.py --kiln BUNDLE/bin/kiln [--models resnet50,bert_base_s128]
-      [--precisions fp16,tf32,int8,fp8] [--batches 1,large] [--modes eager,cudagraph,compile] [--out DIR]
+      [--precisions fp16,tf32,int8,fp8,int4] [--batches 1,large] [--modes eager,cudagraph,compile] [--out DIR]
       [--opt-level 0-5]
 
 Prints one table row per (model, precision, batch) with Kiln's and the best peer's latency and
@@ -70,7 +73,8 @@ def make_model(name):
     raise SystemExit(f"benchmark_gpu.py: unknown model {name}")
 
 
-QUANTIZED = {"int8", "fp8"}
+QUANTIZED = {"int8", "fp8", "int4"}  # compared with the fp16 peers and Kiln's fp16 row
+CALIBRATED = {"int8", "fp8"}  # int4 is weight-only: no calibration data
 
 
 def make_inputs(name, batch, seed=1):
@@ -204,7 +208,9 @@ def kiln(args, name, batch, precision, inputs, onnx_path, work):
              "--opt-level", str(args.opt_level)]
     if precision in ("fp16", *QUANTIZED):
         build.append("--fp16")
-    if precision in QUANTIZED:  # calibrated on inputs like the measured ones, another seed
+    if precision == "int4":
+        build.append("--int4-weights")
+    if precision in CALIBRATED:  # calibrated on inputs like the measured ones, another seed
         calib = os.path.join(work, f"{name}_b{batch}_calibration.npy")
         if not os.path.exists(calib):
             np.save(calib, next(iter(make_inputs(name, batch, seed=2).values())).numpy())

@@ -9,7 +9,8 @@
 #                             [--benchmark=MODELS[:PRECISIONS[:BATCHES[:MODES]]]]
 #     --quick: no sanitizers; --no-tests: only the benchmark; --no-conformance: no ONNX test suites;
 #     --benchmark: benchmark_gpu.py afterwards (--opt-level=N: its builds' level, default 3)
-#     (e.g. --benchmark=resnet50,bert_base_s128:fp16,tf32:1,large)
+#     (e.g. --benchmark=resnet50,bert_base_s128:fp16,tf32:1,large; GPT-2 INT4 weight-only at batch 1
+#     against its fp16 row: --benchmark=gpt2_s128:fp16,int4:1; precisions fp16,tf32,int8,fp8,int4)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mkdir -p /tmp/kiln-gpu
