@@ -1,14 +1,18 @@
 // CPU and CUDA engines agree on INT4 weight-only products (kiln.WeightOnlyMatMul, made from
-// onnxruntime's MatMulNBits; cuda_weight_only.cpp dequantizes the packed weights into its workspace
-// and multiplies with cuBLASLt): K not a multiple of the block (the last block short), symmetric
-// and asymmetric zero points, batch dims, a bias, fp32 (the CPU's weights exactly) and fp16.
+// onnxruntime's MatMulNBits): K not a multiple of the block (the last block short), symmetric and
+// asymmetric zero points, batch dims, a bias, fp32 (the CPU's weights exactly), fp16 and bf16.
+// Two tactics: cuda_weight_only.cpp dequantizes the packed weights into its workspace and multiplies
+// with cuBLASLt; cuda_int4_fused_gemm.cpp (fp16 / bf16) dequantizes in its GEMM's prologue. Each is
+// forced once, and the builder's pick agrees too.
 #include "common/test_models.h"
 #include "gpu/backend_agreement.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
+#include <string>
 
 using namespace kiln;
 using kiln::test::ModelBuilder;
@@ -17,6 +21,9 @@ using namespace kiln::test::onnx_types;
 namespace {
 
 constexpr int64_t kK = 72, kN = 40, kBlock = 32, kBlocks = 3;  // the last block holds 8 values
+const std::string kDequantTactic = "cuda.matmul.int4_dequant_gemm.", kFusedTactic = "cuda.matmul.int4_fused_gemm.";
+
+bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // MatMulNBits as ContribOperators.md packs it: B [N, blocks, block / 2] of unsigned nibbles, the
 // low one first; zero points two blocks a byte.
@@ -65,9 +72,48 @@ TEST(WeightOnlyAgreement, MatMulNBitsSymmetricAndAsymmetric) {
                                                           {{"x", test::randomFloats({2, 5, kK}, 72)}}, precision);
       const LayerSummary* layer = a.gpuLayerOfType("kiln.WeightOnlyMatMul");
       ASSERT_NE(layer, nullptr) << "no int4 layer on the GPU";
-      EXPECT_EQ(layer->tactic.rfind("cuda.matmul.int4_dequant_gemm.", 0), 0u) << layer->tactic;
+      if (precision == Precision::kFP32)
+        EXPECT_TRUE(startsWith(layer->tactic, kDequantTactic)) << layer->tactic;
+      else
+        EXPECT_TRUE(startsWith(layer->tactic, kDequantTactic) || startsWith(layer->tactic, kFusedTactic))
+            << layer->tactic;
       test::expectNoFailedTactics(a);
     }
+}
+
+// fp16 / bf16 layers are offered both tactics, and each, forced, agrees with the CPU; fp32 layers
+// keep the dequantize + cuBLASLt one alone.
+TEST(WeightOnlyAgreement, EachTacticForcedAgrees) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::map<std::string, HostTensor> inputs{{"x", test::randomFloats({2, 5, kK}, 73)}};
+  for (bool asymmetric : {false, true})
+    for (Precision precision : {Precision::kFP16, Precision::kBF16}) {
+      SCOPED_TRACE(std::string(asymmetric ? "asymmetric " : "symmetric ") + toString(precision));
+      const std::string model = nbitsModel(asymmetric, 74).bytes();
+      const test::Agreement a = test::expectBackendsAgree(model, inputs, precision);
+      const LayerSummary* layer = a.gpuLayerOfType("kiln.WeightOnlyMatMul");
+      ASSERT_NE(layer, nullptr) << "no int4 layer on the GPU";
+      test::expectNoFailedTactics(a);
+      const std::string tag = precision == Precision::kFP16 ? "fp16" : "bf16";
+      for (const std::string& tactic : {kFusedTactic + tag, kDequantTactic + tag}) {
+        SCOPED_TRACE("forced to " + tactic);
+        bool offered = false;
+        for (const TacticCandidate& candidate : layer->tacticCandidates)
+          offered = offered || candidate.tactic == tactic;
+        EXPECT_TRUE(offered) << tactic << " was not offered";
+        test::AgreementOptions options;
+        options.precision = precision;
+        options.forcedTactics = {{layer->name, tactic}};
+        const test::Agreement forced = test::expectBackendsAgree(model, inputs, options);
+        ASSERT_NE(forced.gpuLayerOfType("kiln.WeightOnlyMatMul"), nullptr);
+        EXPECT_EQ(forced.gpuLayerOfType("kiln.WeightOnlyMatMul")->tactic, tactic);
+      }
+    }
+  const test::Agreement fp32 = test::expectBackendsAgree(nbitsModel(false, 75).bytes(), inputs, Precision::kFP32);
+  const LayerSummary* layer = fp32.gpuLayerOfType("kiln.WeightOnlyMatMul");
+  ASSERT_NE(layer, nullptr);
+  for (const TacticCandidate& candidate : layer->tacticCandidates)
+    EXPECT_FALSE(startsWith(candidate.tactic, kFusedTactic)) << "fp32 offered " << candidate.tactic;
 }
 
 }  // namespace

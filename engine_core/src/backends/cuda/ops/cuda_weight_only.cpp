@@ -1,13 +1,16 @@
 // kiln.WeightOnlyMatMul (INT4 weight-only, kernels/cpu/quant/int4_weight_format.h) on the GPU: the
-// packed weights stay int4 in device memory; each launch dequantizes them into the workspace as a
-// dense W [K, N] of the activations' type (kernels/cuda/quant/int4_dequantize.h), cuBLASLt
-// multiplies, and the fused epilogue (bias, activation, residual) runs as elementwise kernels
-// (cuda_epilogue.h). fp32 is exact as on the CPU (the weights are the CPU's, the product
-// CUBLAS_COMPUTE_32F); fp16 / bf16 round each weight once more into the storage type. A first
-// step: the GEMM that dequantizes in its prologue, reading 4 bits a weight, is to come.
+// packed weights stay int4 in device memory. This file's tactic dequantizes them at each launch
+// into the workspace as a dense W [K, N] of the activations' type
+// (kernels/cuda/quant/int4_dequantize.h), cuBLASLt multiplies, and the fused epilogue (bias,
+// activation, residual) runs as elementwise kernels (cuda_epilogue.h). fp32 is exact as on the CPU
+// (the weights are the CPU's, the product CUBLAS_COMPUTE_32F); fp16 / bf16 round each weight once
+// more into the storage type. fp16 / bf16 layers are also offered the GEMM that dequantizes in its
+// prologue, reading 4 bits a weight (cuda_int4_fused_gemm.cpp); the builder times the two.
 //
-// One tactic, "cuda.matmul.int4_dequant_gemm.<precision>"; the algorithm is the heuristic's first
-// for each shape the step meets.
+// "cuda.matmul.int4_dequant_gemm.<precision>"; the algorithm is the heuristic's first for each
+// shape the step meets.
+#include "cuda_weight_only.h"
+
 #include "../../../ops/weight_only.h"
 #include "../cublaslt_matmul.h"
 #include "../../common/fused_epilogue.h"
@@ -26,17 +29,11 @@ namespace {
 
 namespace k = kernels::cuda;
 
-constexpr size_t kA = 0, kPacked = 1, kBias = 2, kResidual = 3;
+constexpr size_t kA = kInt4A, kPacked = kInt4Packed, kBias = kInt4Bias, kResidual = kInt4Residual;
 const std::string kTacticBase = "cuda.matmul.int4_dequant_gemm.";
 
-struct Dims {
-  int64_t k = 0, n = 0, groupSize = 0;
-};
-
-Dims dimsOf(const Layer& layer) {
-  return {layer.attrInt(weight_only::kK, 0), layer.attrInt(weight_only::kN, 0),
-          layer.attrInt(weight_only::kGroupSize, 0)};
-}
+using Dims = Int4Dims;
+Dims dimsOf(const Layer& layer) { return int4DimsOf(layer); }
 
 // The workspace: W [K, N], the epilogue's scratch, then cuBLASLt's.
 uint64_t weightBytes(const Dims& d, DataType storage) { return alignUp(uint64_t(d.k * d.n) * byteSize(storage)); }
@@ -64,19 +61,8 @@ class WeightOnlyStep : public CudaStep {
         epilogue_(layer, storage_, device),
         hasResidual_(layer.hasInput(kResidual)),
         name_(layer.describe()) {
-    const HostTensor* packed = weight(kPacked);
-    const HostTensor* scales = weight(weight_only::kScalesInput);
-    const HostTensor* zeros = weight(weight_only::kZeroPointsInput);
-    const int64_t groups = dims_.groupSize > 0 ? kernels::int4GroupCount(dims_.k, dims_.groupSize) : 0;
-    if (dims_.k <= 0 || dims_.n <= 0 || dims_.groupSize <= 0 || dims_.groupSize % 2 != 0 || !packed || !scales ||
-        packed->dtype() != DataType::kUInt8 || packed->elementCount() != dims_.n * groups * (dims_.groupSize / 2) ||
-        scales->dtype() != DataType::kFloat32 || scales->elementCount() != dims_.n * groups ||
-        (layer.hasInput(weight_only::kZeroPointsInput) &&
-         (!zeros || zeros->dtype() != DataType::kInt8 || zeros->elementCount() != dims_.n * groups)))
-      throw Error(ErrorCode::kInvalidArgument, name_ + ": its int4 weights, scales or zero points do not match K " +
-                                                   std::to_string(dims_.k) + ", N " + std::to_string(dims_.n) +
-                                                   " and group size " + std::to_string(dims_.groupSize) +
-                                                   " (constant uint8, float32 and int8 tensors); rebuild the plan");
+    checkInt4Weights(layer, dims_, weight(kPacked), weight(weight_only::kScalesInput),
+                     weight(weight_only::kZeroPointsInput));
     if (layer.hasInput(kBias)) {  // in the output's type, as the epilogue adds it
       const HostTensor* bias = weight(kBias);
       if (!bias || bias->elementCount() != dims_.n)
@@ -193,9 +179,39 @@ SupportVerdict weightOnlyTensors(const Layer& layer, Precision, const LayerSigna
 
 }  // namespace
 
+Int4Dims int4DimsOf(const Layer& layer) {
+  return {layer.attrInt(weight_only::kK, 0), layer.attrInt(weight_only::kN, 0),
+          layer.attrInt(weight_only::kGroupSize, 0)};
+}
+
+void checkInt4Weights(const Layer& layer, const Int4Dims& d, const HostTensor* packed, const HostTensor* scales,
+                      const HostTensor* zeros) {
+  const int64_t groups = d.groupSize > 0 ? kernels::int4GroupCount(d.k, d.groupSize) : 0;
+  if (d.k <= 0 || d.n <= 0 || d.groupSize <= 0 || d.groupSize % 2 != 0 || !packed || !scales ||
+      packed->dtype() != DataType::kUInt8 || packed->elementCount() != d.n * groups * (d.groupSize / 2) ||
+      scales->dtype() != DataType::kFloat32 || scales->elementCount() != d.n * groups ||
+      (layer.hasInput(weight_only::kZeroPointsInput) &&
+       (!zeros || zeros->dtype() != DataType::kInt8 || zeros->elementCount() != d.n * groups)))
+    throw Error(ErrorCode::kInvalidArgument,
+                layer.describe() + ": its int4 weights, scales or zero points do not match K " + std::to_string(d.k) +
+                    ", N " + std::to_string(d.n) + " and group size " + std::to_string(d.groupSize) +
+                    " (constant uint8, float32 and int8 tensors); rebuild the plan");
+}
+
 void registerWeightOnlyCudaOps(CudaOpRegistry& registry) {
   CudaOp op = stepOp<WeightOnlyStep>(weightOnlyTensors);
-  op.tactics = weightOnlyTactics;
+  op.instantiate = [](const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                      CudaDevice& device) -> std::unique_ptr<Step> {
+    if (isInt4FusedGemmTactic(tactic)) return makeInt4FusedGemmStep(layer, tactic, signature, device);
+    return std::make_unique<WeightOnlyStep>(layer, tactic, signature, device);
+  };
+  // The fused GEMM first: the best guess where the builder does not time (it reads a quarter of
+  // the fp16 weights' bytes and makes no dense copy).
+  op.tactics = [](const Layer& layer, Precision precision, const LayerInputs& inputs, CudaDevice& device) {
+    std::vector<Tactic> tactics = int4FusedGemmTactics(layer, precision, inputs, device);
+    for (Tactic& t : weightOnlyTactics(layer, precision, inputs, device)) tactics.push_back(std::move(t));
+    return tactics;
+  };
   registry.add(fused::kDomain, weight_only::kWeightOnlyMatMul, op);
 }
 
