@@ -163,6 +163,58 @@ TEST(Int4Gemm, ModelShapesAgreeWithCpu) {
              23);
 }
 
+// dequantizeInt4Weights (the dequantize + cuBLASLt tactic's W [K, N]) is the CPU's dequantization
+// rounded once into the output type, bit for bit.
+TEST(Int4Dequantize, MatchesCpuBitForBit) {
+  KILN_REQUIRE_GPU();
+  const std::vector<GemmCase> cases{{0, 40, 72, 32}, {0, 9, 70, 16}, {0, 65, 131, 10}, {0, 300, 768, 128}};
+  uint32_t seed = 41;
+  for (const GemmCase& c : cases)
+    for (bool asymmetric : {false, true}) {
+      std::mt19937 rng(++seed);
+      const int64_t groups = cpu::int4GroupCount(c.k, c.groupSize), columnBytes = groups * c.groupSize / 2;
+      std::vector<uint8_t> packed(size_t(c.n * columnBytes));
+      for (uint8_t& b : packed) b = uint8_t(rng());
+      std::vector<float> scales(size_t(c.n * groups));
+      for (float& s : scales) s = 0.001f + float(rng() % 1000) * 1e-4f;
+      std::vector<int8_t> zeros(scales.size());
+      for (int8_t& z : zeros) z = int8_t(int(rng() % 16) - 8);
+      cpu::Int4Weights cw;
+      cw.packed = packed.data(), cw.scales = scales.data(), cw.zeros = asymmetric ? zeros.data() : nullptr;
+      cw.k = c.k, cw.n = c.n, cw.groupSize = c.groupSize;
+      std::vector<float> wt(size_t(c.n * c.k));
+      cpu::dequantizeInt4Tile(cw, 0, c.k, wt.data());
+      DeviceBuffer dPacked(packed), dScales(scales), dZeros(zeros);
+      Int4WeightsView w;
+      w.packed = dPacked.as<uint8_t>(), w.scales = dScales.as<float>();
+      w.zeros = asymmetric ? dZeros.as<int8_t>() : nullptr;
+      w.k = c.k, w.n = c.n, w.groupSize = c.groupSize;
+      for (ElementType type : {ElementType::kFloat32, ElementType::kFloat16, ElementType::kBFloat16}) {
+        SCOPED_TRACE(caseName(c, type, asymmetric, false));
+        const size_t bytes = type == ElementType::kFloat32 ? 4 : 2;
+        DeviceBuffer out(size_t(c.k * c.n) * bytes);
+        KILN_CUDA_OK(dequantizeInt4Weights(w, out.data(), type, nullptr));
+        const std::vector<uint8_t> got = out.download();
+        int64_t mismatches = 0;
+        for (int64_t k = 0; k < c.k; ++k)
+          for (int64_t n = 0; n < c.n; ++n) {
+            const float expected = wt[size_t(n * c.k + k)];
+            uint32_t want = 0, have = 0;
+            if (type == ElementType::kFloat32)
+              std::memcpy(&want, &expected, 4);
+            else {
+              uint16_t bits = 0;
+              roundTo(type, expected, &bits);
+              want = bits;
+            }
+            std::memcpy(&have, &got[size_t(k * c.n + n) * bytes], bytes);
+            if (want != have && ++mismatches <= 5)
+              ADD_FAILURE() << "W[" << k << ", " << n << "]: bits " << have << ", the CPU's " << want;
+          }
+      }
+    }
+}
+
 // The split rule and the workspace are functions of the shape alone (no GPU needed).
 TEST(Int4Gemm, SplitsAndWorkspaceFollowTheShape) {
   EXPECT_EQ(int4GemmSplits(4096, 4096, 4096), 1);  // the grid is full: no split
