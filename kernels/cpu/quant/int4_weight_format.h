@@ -1,7 +1,8 @@
 #pragma once
 // INT4 weight-only quantization of a MatMul's constant B [K, N]: the storage format and the exact
-// arithmetic, written once (KILN_HD) for the CPU kernel and the CUDA GEMM prologue to come, so a
-// laptop computes the weights the GPU will multiply by, bit for bit.
+// arithmetic, written once (KILN_HD) for the CPU kernel and the CUDA GEMM's prologue
+// (kernels/cuda/quant/int4_gemm.cu), so a laptop computes the weights the GPU multiplies by, bit
+// for bit.
 //
 // Storage, per output column n, in groups of G values along K (G even; the last group is short
 // when G does not divide K):

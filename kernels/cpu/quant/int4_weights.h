@@ -2,7 +2,7 @@
 // INT4 weight-only matrix products on the CPU (format and rule: int4_weight_format.h): the
 // builder's quantization of float weights into the packed format, and Y = A · W with W
 // dequantized one K-tile at a time into float and multiplied by the ordinary sgemm, each tile's
-// product added into Y, as the GPU kernel will dequantize in its GEMM prologue.
+// product added into Y, as the GPU kernel dequantizes in its GEMM prologue.
 #include <cstdint>
 
 namespace kiln::kernels {
