@@ -205,11 +205,17 @@ void registerWeightOnlyCudaOps(CudaOpRegistry& registry) {
     if (isInt4FusedGemmTactic(tactic)) return makeInt4FusedGemmStep(layer, tactic, signature, device);
     return std::make_unique<WeightOnlyStep>(layer, tactic, signature, device);
   };
-  // The fused GEMM first: the best guess where the builder does not time (it reads a quarter of
-  // the fp16 weights' bytes and makes no dense copy).
+  // The first is the best guess where the builder does not time: the fused GEMM for up to
+  // kFusedFirstRows rows (decode and short prompts: weight traffic dominates, and it reads a quarter
+  // of the fp16 weights' bytes with no dense copy), cuBLASLt's tuned kernels above.
   op.tactics = [](const Layer& layer, Precision precision, const LayerInputs& inputs, CudaDevice& device) {
-    std::vector<Tactic> tactics = int4FusedGemmTactics(layer, precision, inputs, device);
-    for (Tactic& t : weightOnlyTactics(layer, precision, inputs, device)) tactics.push_back(std::move(t));
+    constexpr int64_t kFusedFirstRows = 256;
+    std::vector<Tactic> fused = int4FusedGemmTactics(layer, precision, inputs, device);
+    std::vector<Tactic> tactics = weightOnlyTactics(layer, precision, inputs, device);
+    const Dims d = dimsOf(layer);
+    int64_t rows = 1;
+    if (!inputs.dims.empty() && !inputs.dims[kA].empty() && d.k > 0) rows = elementCount(inputs.dims[kA]) / d.k;
+    tactics.insert(rows <= kFusedFirstRows ? tactics.begin() : tactics.end(), fused.begin(), fused.end());
     return tactics;
   };
   registry.add(fused::kDomain, weight_only::kWeightOnlyMatMul, op);
