@@ -1,10 +1,11 @@
 // The fused INT4 weight-only GEMM (kernels/cuda/quant/int4_gemm.h) against the CPU's int4 weights
 // (kernels/cpu/quant/int4_weights.h) on random packed weights, scales, zero points, activations and
-// biases: odd M and N (partial tiles), K off the tile and the group (short last group, a scalar A
-// path at K % 8 != 0), group sizes off 32 (a chunk spanning groups), split K (M = 1), fp16 and bf16.
-// Two references: the CPU's dequantized weights rounded once into the activations' type, as the
-// kernel rounds them (tight: only fp32 accumulation order and the output's rounding differ), and the
-// CPU's fp32 int4MatMul (loose by the weights' rounding).
+// epilogues (bias, residual before / after an activation): odd M and N (partial tiles), K off the
+// tile and the group (short last group, a scalar A path at K % 8 != 0), group sizes off 32 (a
+// chunk spanning groups), split K (M = 1), fp16 and bf16. Two references: the CPU's dequantized
+// weights rounded once into the activations' type, as the kernel rounds them (tight: only fp32
+// accumulation order and the output's rounding differ), and the CPU's fp32 int4MatMul (loose by
+// the weights' rounding).
 #include "cuda/device_buffer.h"
 #include "cuda/gpu_test_support.h"
 
@@ -13,6 +14,7 @@
 #include <kernels/cpu/quant/int4_weights.h>
 #include <kernels/cuda/quant/int4_gemm.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -29,10 +31,24 @@ struct GemmCase {
   int64_t m, n, k, groupSize;
 };
 
-std::string caseName(const GemmCase& c, ElementType type, bool zeros, bool bias) {
+// The epilogues checked, in turn: none, a bias, bias + residual + Relu, bias + GeluTanh + residual.
+enum class Epilogue { kNone, kBias, kResidualRelu, kGeluTanhResidual };
+constexpr int kEpilogues = 4;
+
+std::string caseName(const GemmCase& c, ElementType type, bool zeros, Epilogue e) {
+  static const char* const names[] = {"", " bias", " bias, residual, relu", " bias, gelu tanh, residual"};
   return "M " + std::to_string(c.m) + " N " + std::to_string(c.n) + " K " + std::to_string(c.k) + " G " +
-         std::to_string(c.groupSize) + " " + toString(type) + (zeros ? " zero points" : " symmetric") +
-         (bias ? " bias" : "");
+         std::to_string(c.groupSize) + " " + toString(type) + (zeros ? " zero points" : " symmetric") + names[int(e)];
+}
+
+// The epilogue on an exact sum, in double.
+double finishReference(double v, Epilogue e, double bias, double residual) {
+  if (e == Epilogue::kNone) return v;
+  v += bias;
+  if (e == Epilogue::kResidualRelu) return std::max(0.0, v + residual);
+  if (e == Epilogue::kGeluTanhResidual)
+    return 0.5 * v * (1 + std::tanh(0.79788456080286536 * (v + 0.044715 * v * v * v))) + residual;
+  return v;
 }
 
 // Rounds to the activations' type and back, and gives its bits.
@@ -58,8 +74,8 @@ float valueOf(ElementType type, uint16_t bits) {
   return float(b);
 }
 
-void checkCase(const GemmCase& c, ElementType type, bool asymmetric, bool withBias, uint32_t seed) {
-  SCOPED_TRACE(caseName(c, type, asymmetric, withBias));
+void checkCase(const GemmCase& c, ElementType type, bool asymmetric, Epilogue epilogue, uint32_t seed) {
+  SCOPED_TRACE(caseName(c, type, asymmetric, epilogue));
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> byte(0, 255), zero(cpu::kInt4Min, cpu::kInt4Max);
   std::uniform_real_distribution<float> scale(0.01f, 0.05f), uniform(-1.0f, 1.0f);
@@ -81,6 +97,9 @@ void checkCase(const GemmCase& c, ElementType type, bool asymmetric, bool withBi
   std::vector<uint16_t> aBits(size_t(c.m * c.k));
   std::vector<float> a(aBits.size());
   for (size_t i = 0; i < a.size(); ++i) a[i] = roundTo(type, uniform(rng), &aBits[i]);
+  std::vector<uint16_t> residualBits(size_t(c.m * c.n));
+  std::vector<float> residual(residualBits.size());
+  for (size_t i = 0; i < residual.size(); ++i) residual[i] = roundTo(type, uniform(rng), &residualBits[i]);
 
   // The CPU's dequantized weights [N, K], and its fp32 product.
   cpu::Int4Weights cw;
@@ -91,7 +110,7 @@ void checkCase(const GemmCase& c, ElementType type, bool asymmetric, bool withBi
   std::vector<float> cpuY(size_t(c.m * c.n)), scratch(size_t(cpu::int4MatMulWorkspaceFloats(cw)));
   cpu::int4MatMul(a.data(), c.m, cw, cpuY.data(), scratch.data());
 
-  DeviceBuffer dA(aBits), dPacked(packed), dScales(scales), dZeros(zeros), dBias(bias);
+  DeviceBuffer dA(aBits), dPacked(packed), dScales(scales), dZeros(zeros), dBias(bias), dResidual(residualBits);
   DeviceBuffer dY(size_t(c.m * c.n) * 2);
   const uint64_t workspaceBytes = int4GemmWorkspaceBytes(c.m, c.n, c.k);
   DeviceBuffer workspace(workspaceBytes);
@@ -99,26 +118,35 @@ void checkCase(const GemmCase& c, ElementType type, bool asymmetric, bool withBi
   w.packed = dPacked.as<uint8_t>(), w.scales = dScales.as<float>();
   w.zeros = asymmetric ? dZeros.as<int8_t>() : nullptr;
   w.k = c.k, w.n = c.n, w.groupSize = c.groupSize;
-  KILN_CUDA_OK(int4Gemm(dA.data(), c.m, w, withBias ? dBias.as<float>() : nullptr, dY.data(), type, workspace.data(),
-                        workspaceBytes, nullptr));
+  Int4GemmEpilogue e;
+  if (epilogue != Epilogue::kNone) e.bias = dBias.as<float>();
+  if (epilogue == Epilogue::kResidualRelu) e.residual = dResidual.data(), e.activation = cpu::Activation::kRelu;
+  if (epilogue == Epilogue::kGeluTanhResidual) {
+    e.residual = dResidual.data(), e.activation = cpu::Activation::kGeluTanh;
+    e.residualBeforeActivation = false;
+  }
+  KILN_CUDA_OK(int4Gemm(dA.data(), c.m, w, e, dY.data(), type, workspace.data(), workspaceBytes, nullptr));
   const std::vector<uint16_t> y = dY.read<uint16_t>();
 
   const double step = type == ElementType::kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);  // an ulp at 1
   int64_t failures = 0;
   for (int64_t m = 0; m < c.m && failures < 10; ++m)
     for (int64_t n = 0; n < c.n && failures < 10; ++n) {
-      double exact = withBias ? bias[size_t(n)] : 0.0, magnitude = std::fabs(exact), roundingFree = exact;
+      double sum = 0, magnitude = 1;  // 1: the bias and residual, at most 1 each
       for (int64_t k = 0; k < c.k; ++k) {
         const double av = a[size_t(m * c.k + k)], wv = wt[size_t(n * c.k + k)];
-        exact += av * double(roundTo(type, float(wv)));
+        sum += av * double(roundTo(type, float(wv)));
         magnitude += std::fabs(av * wv);
       }
-      roundingFree += double(cpuY[size_t(m * c.n + n)]);
+      const double b = bias[size_t(n)], r = residual[size_t(m * c.n + n)];
+      const double exact = finishReference(sum, epilogue, b, r);
+      const double roundingFree = finishReference(double(cpuY[size_t(m * c.n + n)]), epilogue, b, r);
       const double got = valueOf(type, y[size_t(m * c.n + n)]);
-      // One rounding of the output (half an ulp, an ulp allowed) plus fp32 accumulation in any order.
-      const double tight = step * std::fabs(exact) + 1e-5 * magnitude + 1e-6;
+      // One rounding of the output (half an ulp, an ulp allowed) plus fp32 accumulation in any order
+      // (the activations' slopes are at most 1.13) and the activation's fp32 evaluation.
+      const double tight = step * std::fabs(exact) + 1.2 * (1e-5 * magnitude + 1e-6) + 1e-6 * std::fabs(exact);
       // The weights' own rounding into the type on top.
-      const double loose = tight + step * magnitude;
+      const double loose = tight + 1.2 * step * magnitude;
       if (!(std::fabs(got - exact) <= tight) || !(std::fabs(got - roundingFree) <= loose)) {
         ++failures;
         ADD_FAILURE() << "y[" << m << ", " << n << "] = " << got << ", the rounded weights give " << exact
@@ -133,7 +161,7 @@ void checkCases(const std::vector<GemmCase>& cases, uint32_t seed) {
     for (ElementType type : {ElementType::kFloat16, ElementType::kBFloat16})
       for (bool asymmetric : {false, true}) {
         ++seed;
-        checkCase(c, type, asymmetric, seed % 2 == 0, seed);  // a bias every other time
+        checkCase(c, type, asymmetric, Epilogue(seed % kEpilogues), seed);
       }
 }
 
@@ -190,7 +218,7 @@ TEST(Int4Dequantize, MatchesCpuBitForBit) {
       w.zeros = asymmetric ? dZeros.as<int8_t>() : nullptr;
       w.k = c.k, w.n = c.n, w.groupSize = c.groupSize;
       for (ElementType type : {ElementType::kFloat32, ElementType::kFloat16, ElementType::kBFloat16}) {
-        SCOPED_TRACE(caseName(c, type, asymmetric, false));
+        SCOPED_TRACE(caseName(c, type, asymmetric, Epilogue::kNone));
         const size_t bytes = type == ElementType::kFloat32 ? 4 : 2;
         DeviceBuffer out(size_t(c.k * c.n) * bytes);
         KILN_CUDA_OK(dequantizeInt4Weights(w, out.data(), type, nullptr));
@@ -231,11 +259,11 @@ TEST(Int4Gemm, RefusesWhatItCannotCompute) {
   Int4WeightsView w;
   w.k = 64, w.n = 8, w.groupSize = 32;
   uint16_t dummy = 0;
-  EXPECT_EQ(int4Gemm(&dummy, 1, w, nullptr, &dummy, ElementType::kFloat32, nullptr, 0, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(int4Gemm(&dummy, 1, w, {}, &dummy, ElementType::kFloat32, nullptr, 0, nullptr), cudaErrorInvalidValue);
   w.groupSize = 3;
-  EXPECT_EQ(int4Gemm(&dummy, 1, w, nullptr, &dummy, ElementType::kFloat16, nullptr, 0, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(int4Gemm(&dummy, 1, w, {}, &dummy, ElementType::kFloat16, nullptr, 0, nullptr), cudaErrorInvalidValue);
   w.groupSize = 32, w.k = 3072, w.n = 768;  // split K without a workspace
-  EXPECT_EQ(int4Gemm(&dummy, 1, w, nullptr, &dummy, ElementType::kFloat16, nullptr, 0, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(int4Gemm(&dummy, 1, w, {}, &dummy, ElementType::kFloat16, nullptr, 0, nullptr), cudaErrorInvalidValue);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <kernels/cpu/quant/int4_weight_format.h>
 #include <kernels/cuda/common/device_types.cuh>
 #include <kernels/cuda/common/launch.cuh>
+#include <kernels/cuda/elementwise/fused_activation.cuh>
 
 #include <algorithm>
 #include <cstring>
@@ -36,8 +37,8 @@ using LargeM = Config<2, 2, 2, 4>;   // 64 x 64
 struct GemmArgs {
   const Bits* a;
   void* y;
-  const float* bias;  // or null
-  float* partial;     // [splits, m, n] when K is split, else null
+  Int4GemmEpilogue epilogue;
+  float* partial;  // [splits, m, n] when K is split, else null
   Int4WeightsView w;
   int64_t m, groups, bytesPerColumn;
   int kTiles, tilesPerSplit;
@@ -200,6 +201,18 @@ __device__ __forceinline__ void storeTile(const GemmArgs& p, int64_t n0, int64_t
   }
 }
 
+// The epilogue on one fp32 sum, then the one rounding into T.
+template <class T>
+__device__ __forceinline__ T finish(const GemmArgs& p, float v, int64_t row, int64_t column) {
+  const Int4GemmEpilogue& e = p.epilogue;
+  if (e.bias) v += e.bias[column];
+  const float r = e.residual ? toCompute(static_cast<const T*>(e.residual)[row * p.w.n + column]) : 0.0f;
+  if (e.residualBeforeActivation) v += r;
+  v = fusedActivation(v, e.activation, e.alpha, e.beta);
+  if (!e.residualBeforeActivation) v += r;
+  return fromCompute<T>(v);
+}
+
 // Block (x, y, z): rows x * kRows.., columns y * kColumns.., K-tiles of split z. Each tile is
 // staged in registers while the previous one is multiplied.
 template <class T, int kWarpsM, int kWarpsN, int kTilesM, int kTilesN>
@@ -262,24 +275,21 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) int4GemmKernel(const _
         if (p.partial) {
           p.partial[(int64_t(blockIdx.z) * p.m + row) * N + column] = acc[tm][tn][e];
         } else {
-          const float v = acc[tm][tn][e] + (p.bias ? p.bias[column] : 0.0f);
-          static_cast<T*>(p.y)[row * N + column] = fromCompute<T>(v);
+          static_cast<T*>(p.y)[row * N + column] = finish<T>(p, acc[tm][tn][e], row, column);
         }
       }
 #endif
 }
 
-// y = T(Σ of the splits' sums + bias): a block row of columns per output row (blockIdx.y).
+// y = epilogue(Σ of the splits' sums): a block row of columns per output row (blockIdx.y).
 template <class T>
-__global__ void sumSplitsKernel(const float* __restrict__ partial, int splits, int64_t m, int64_t n,
-                                const float* __restrict__ bias, T* __restrict__ y) {
-  const int64_t row = blockIdx.y;
+__global__ void sumSplitsKernel(const __grid_constant__ GemmArgs p, int splits) {
+  const int64_t row = blockIdx.y, n = p.w.n;
   for (int64_t column = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; column < n;
        column += int64_t(gridDim.x) * blockDim.x) {
     float sum = 0;
-    for (int z = 0; z < splits; ++z) sum += partial[(z * m + row) * n + column];
-    if (bias) sum += bias[column];
-    y[row * n + column] = fromCompute<T>(sum);
+    for (int z = 0; z < splits; ++z) sum += p.partial[(z * p.m + row) * n + column];
+    static_cast<T*>(p.y)[row * n + column] = finish<T>(p, sum, row, column);
   }
 }
 
@@ -303,8 +313,8 @@ uint64_t int4GemmWorkspaceBytes(int64_t m, int64_t n, int64_t k) {
   return splits > 1 ? uint64_t(splits * m * n) * sizeof(float) : 0;
 }
 
-cudaError_t int4Gemm(const void* a, int64_t m, const Int4WeightsView& w, const float* bias, void* y, ElementType type,
-                     void* workspace, uint64_t workspaceBytes, cudaStream_t stream) {
+cudaError_t int4Gemm(const void* a, int64_t m, const Int4WeightsView& w, const Int4GemmEpilogue& epilogue, void* y,
+                     ElementType type, void* workspace, uint64_t workspaceBytes, cudaStream_t stream) {
   if (type != ElementType::kFloat16 && type != ElementType::kBFloat16) return cudaErrorInvalidValue;
   if (w.groupSize <= 0 || w.groupSize % 2 != 0 || w.k < 0 || w.n < 0 || m < 0) return cudaErrorInvalidValue;
   if (m == 0 || w.n == 0) return cudaSuccess;
@@ -317,7 +327,7 @@ cudaError_t int4Gemm(const void* a, int64_t m, const Int4WeightsView& w, const f
   GemmArgs p{};
   p.a = static_cast<const Bits*>(a);
   p.y = y;
-  p.bias = bias;
+  p.epilogue = epilogue;
   p.partial = splits > 1 ? static_cast<float*>(workspace) : nullptr;
   p.w = w;
   p.m = m;
@@ -339,8 +349,7 @@ cudaError_t int4Gemm(const void* a, int64_t m, const Int4WeightsView& w, const f
       int4GemmKernel<T, 2, 2, 2, 4><<<grid, LargeM::kThreads, 0, stream>>>(p);
     if (const cudaError_t status = launchStatus(); status != cudaSuccess || splits == 1) return status;
     const dim3 sumGrid{unsigned(std::min<int64_t>(ceilDiv(w.n, kThreadsPerBlock), 1024)), unsigned(m)};
-    sumSplitsKernel<T>
-        <<<sumGrid, kThreadsPerBlock, 0, stream>>>(p.partial, int(splits), m, w.n, bias, static_cast<T*>(y));
+    sumSplitsKernel<T><<<sumGrid, kThreadsPerBlock, 0, stream>>>(p, int(splits));
     return launchStatus();
   };
   return type == ElementType::kFloat16 ? launch(__half{}) : launch(__nv_bfloat16{});

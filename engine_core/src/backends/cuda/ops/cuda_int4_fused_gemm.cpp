@@ -1,7 +1,8 @@
 // kiln.WeightOnlyMatMul's fused tactic (cuda_weight_only.h): one kernel reads the packed int4
 // weights, dequantizes each K-tile in its prologue and multiplies on the tensor cores
-// (kernels/cuda/quant/int4_gemm.h), adding the bias in fp32 before the one rounding into the
-// output; the activation and residual, where the layer has them, run as elementwise kernels after
+// (kernels/cuda/quant/int4_gemm.h), running the layer's epilogue (bias, residual, activation) on
+// its fp32 sums before the one rounding into the output. A residual that is not an activation of
+// the output's type and size is added, and the activation applied, by elementwise kernels after
 // it (cuda_epilogue.h). fp16 / bf16 only (the kernel's mma.sync takes those), sm_80 on; fp32
 // layers keep the dequantize + cuBLASLt tactic.
 #include "cuda_weight_only.h"
@@ -83,11 +84,26 @@ class Int4FusedGemmStep : public CudaStep {
     if (layer_.hasInput(weight_only::kZeroPointsInput))
       w.zeros = static_cast<const int8_t*>(input(args, weight_only::kZeroPointsInput));
     w.k = dims_.k, w.n = dims_.n, w.groupSize = dims_.groupSize;
-    check(k::int4Gemm(input(args, kInt4A), rows, w, static_cast<const float*>(bias_.get()), out.data, elementType(out),
-                      workspace, splitBytes, s),
-          "launching its int4 GEMM");
-    ElementwiseEpilogue::Work work;  // the bias is added; no allocation (biasDims stays empty)
+    // The whole epilogue in the kernel, unless the residual is not an activation of the output's
+    // type and size (a constant, a broadcast): then residual and activation as elementwise kernels.
     const void* residual = hasResidual_ ? input(args, kInt4Residual) : nullptr;
+    const TensorView* residualView = hasResidual_ ? &args.inputs[kInt4Residual] : nullptr;
+    const bool fuseAll = !residual || (weightType(kInt4Residual) == DataType::kUndefined &&
+                                       elementType(*residualView) == elementType(out) &&
+                                       residualView->elementCount() == out.elementCount());
+    k::Int4GemmEpilogue e;
+    e.bias = static_cast<const float*>(bias_.get());
+    if (fuseAll) {
+      const FusedEpilogue& f = epilogue_.attributes();
+      e.residual = residual;
+      e.residualBeforeActivation = f.residualBeforeActivation;
+      e.activation = f.activation;
+      e.alpha = f.alpha, e.beta = f.beta;
+    }
+    check(k::int4Gemm(input(args, kInt4A), rows, w, e, out.data, elementType(out), workspace, splitBytes, s),
+          "launching its int4 GEMM");
+    if (fuseAll) return;
+    ElementwiseEpilogue::Work work;  // the bias is added; no allocation (biasDims stays empty)
     (epilogue_.attributes().residualBeforeActivation ? work.residualBefore : work.residualAfter) = residual;
     epilogue_.apply(out.data, out.dims, work, workspace + splitBytes, s);
   }
