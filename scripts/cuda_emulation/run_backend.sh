@@ -31,8 +31,8 @@ PY
 objects=("${kernel_objects[@]}")
 for src in "$root"/engine_core/src/backends/cuda/*.cpp "$root"/engine_core/src/backends/cuda/ops/*.cpp; do
   case "$(basename "$src")" in
-    attention_plan.cpp) ;;  # the flash step checks dims with it
-    cublaslt_matmul.cpp|cudnn_conv.cpp|cudnn_graph.cpp|cudnn_conv_graph.cpp|cuda_graph_conv.cpp|cuda_matmul.cpp|cuda_conv.cpp|cuda_recurrent.cpp|cuda_attention.cpp|*_plan.cpp) continue ;;
+    attention_plan.cpp|quantized_gemm_plan.cpp|conv_plan.cpp) ;;  # planning the steps built here use
+    cuda_graph_conv.cpp|cuda_matmul.cpp|cuda_conv.cpp|cuda_recurrent.cpp|cuda_attention.cpp|*_plan.cpp) continue ;;
   esac
   object=$(eval compile "$src" $backend_flags)
   objects+=("$object")
@@ -41,6 +41,6 @@ object=$(eval compile "$here/library_family_stubs.cpp" $backend_flags -I"$root/e
 objects+=("$object")
 mkdir -p "$out/backend"
 g++ -shared -o "$out/backend/libkiln_cuda_backend.so" "${objects[@]}" -L"$build/engine_core" -lkiln \
-  -Wl,-rpath,"$build/engine_core" -Wl,-Bsymbolic -Wl,--no-undefined -lpthread
+  -Wl,-rpath,"$build/engine_core" -Wl,-Bsymbolic -Wl,--no-undefined -lpthread -L/usr/local/cuda/lib64 -lcublasLt -lcudnn
 KILN_BACKEND_DIR="$out/backend" "$build/tests/kiln_gpu_tests" \
   --gtest_filter="${1:-*Agreement*-MatMul*:FusedMatMul*:Gemm*:Conv*:ConvTranspose*:FusedConv*:GraphConv*:Recurrent*:Attention*}"

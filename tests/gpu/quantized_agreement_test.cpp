@@ -195,8 +195,10 @@ TEST(QuantizedAgreement, CudnnInt8GraphChainPassesInt8Between) {
     const std::string tactic = std::string("cudnn.int8conv.") + toString(precision) + ".c0";
     options.forcedTactics = {{"conv0", tactic}, {"conv1", tactic}};
     // cuDNN multiplies by 1 / y_scale where the CPU divides: a value at a rounding tie may land one
-    // int8 step away (measured on the H200: NMSE 1.5e-15 in fp32; fp16 keeps the harness's bound).
-    options.nmseTolerance = precision == Precision::kFP32 ? 1e-6 : 0;
+    // int8 step away (measured on the H200: NMSE 1.5e-15 in fp32). An fp16 engine quantizes
+    // fp16-rounded values, so some land one step away from the CPU's, and the second int8 layer
+    // carries that on: 1.2e-5 measured, held to the fp16 bound of the fp8 layers.
+    options.nmseTolerance = precision == Precision::kFP32 ? 1e-6 : 5e-5;
     const test::Agreement a = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(x, 54)}}, options);
     test::expectNoFailedTactics(a);
     int64_t graphs = 0;

@@ -2,6 +2,8 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
+
 #include "../../runtime/precision_convert.h"
 
 namespace kiln::cuda {
@@ -28,7 +30,7 @@ CudaStep::CudaStep(const Layer& layer, Tactic tactic, const LayerSignature& sign
     : CudaStep(layer, std::move(tactic), signature, device, DataType::kUndefined) {}
 
 CudaStep::CudaStep(const Layer& layer, Tactic tactic, const LayerSignature& signature, CudaDevice& device,
-                   DataType floatWeights)
+                   DataType floatWeights, const std::vector<size_t>& ownCopies)
     : layer_(layer), tactic_(std::move(tactic)), device_(device) {
   const LayerWeights weights = signature.weights();
   weights_.resize(weights.size());
@@ -36,6 +38,7 @@ CudaStep::CudaStep(const Layer& layer, Tactic tactic, const LayerSignature& sign
   hostWeights_ = weights;
   for (size_t i = 0; i < weights.size(); ++i) {
     if (!weights[i] || weights[i]->dtype() == DataType::kString) continue;
+    if (std::find(ownCopies.begin(), ownCopies.end(), i) != ownCopies.end()) continue;
     const HostTensor& w = *weights[i];
     if (floatWeights != DataType::kUndefined && isFloatStorage(w.dtype()) && w.dtype() != floatWeights) {
       const HostTensor converted = convertedWeight(w, floatWeights);
@@ -61,8 +64,9 @@ void CudaStep::check(cudaError_t status, const char* what) const {
     cuda::check(status, layer_.describe() + ": " + what);
   } catch (const Error& e) {
     throw Error(status == cudaErrorInvalidValue ? ErrorCode::kUnsupported : e.code(),
-                status == cudaErrorInvalidValue ? std::string(e.what()) + " (the kernel does not take these types or shapes)"
-                                                : e.what());
+                status == cudaErrorInvalidValue
+                    ? std::string(e.what()) + " (the kernel does not take these types or shapes)"
+                    : e.what());
   }
 }
 

@@ -17,8 +17,11 @@ class CudaStep : public Step {
   // The same with float weights (float32, float16, bfloat16) uploaded in `floatWeights`: library
   // calls take weights in the activations' storage type, and the plan may store a weight wider
   // (shared with an fp32 layer) or narrower than this layer computes.
+  // `ownCopies`: constant inputs the step re-lays out on the host and uploads itself (a filter in
+  // KRSC, quantized weights in the product's order), never read through input(): not uploaded
+  // here, so the device holds one copy of each weight.
   CudaStep(const Layer& layer, Tactic tactic, const LayerSignature& signature, CudaDevice& device,
-           DataType floatWeights);
+           DataType floatWeights, const std::vector<size_t>& ownCopies = {});
   const Tactic& tactic() const override { return tactic_; }
   uint64_t workspaceBytes(std::span<const TensorView>, std::span<const TensorView>) const override { return 0; }
 

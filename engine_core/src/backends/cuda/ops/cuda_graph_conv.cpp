@@ -169,8 +169,8 @@ class GraphConvState : public StepState {
 class GraphConvStep : public CudaStep {
  public:
   GraphConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
-      : CudaStep(layer, tactic, signature, device,
-                 storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
+      : CudaStep(layer, tactic, signature, device, storageOf(outputDeclared(signature), tacticPrecision(layer, tactic)),
+                 {kConvW}),  // the filter is uploaded re-laid out as KRSC
         spec_(convSpecOf(layer, tacticPrecision(layer, tactic), outputDeclared(signature))),
         epilogue_(layer, spec_.storage, device),
         payload_(decode(tactic.payload, layer.describe())),

@@ -35,7 +35,7 @@ uint64_t fusedWorkspaceBytes(int64_t rows, const Int4Dims& d, uint64_t epilogueS
 class Int4FusedGemmStep : public CudaStep {
  public:
   Int4FusedGemmStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
-      : CudaStep(layer, tactic, signature, device),
+      : CudaStep(layer, tactic, signature, device, DataType::kUndefined, {kInt4Bias}),  // bias_ is its copy
         precision_(tacticPrecision(layer, tactic)),
         storage_(storageOf(outputDeclared(signature), precision_)),
         dims_(int4DimsOf(layer)),
@@ -47,13 +47,8 @@ class Int4FusedGemmStep : public CudaStep {
                                                    std::string(toString(storage_)) + "; rebuild the plan");
     checkInt4Weights(layer, dims_, weight(kInt4Packed), weight(weight_only::kScalesInput),
                      weight(weight_only::kZeroPointsInput));
-    if (layer.hasInput(kInt4Bias)) {  // fp32: the kernel adds it before rounding its sums
-      const HostTensor* bias = weight(kInt4Bias);
-      if (!bias || bias->elementCount() != dims_.n)
-        throw Error(ErrorCode::kInvalidArgument, name_ + ": its bias is not a constant of N values");
-      const std::vector<double> values = bias->toDoubleVector();
-      bias_ = deviceVector(device.allocator, std::vector<float>(values.begin(), values.end()), DataType::kFloat32);
-    }
+    // fp32: the kernel adds it before rounding its sums.
+    bias_ = int4BiasOf(layer, dims_, weight(kInt4Bias), DataType::kFloat32, device);
   }
 
   uint64_t workspaceBytes(std::span<const TensorView>, std::span<const TensorView> outputs) const override {
@@ -63,10 +58,7 @@ class Int4FusedGemmStep : public CudaStep {
 
   void enqueue(const StepArgs& args, Stream& stream) const override {
     const TensorView& a = args.inputs[kInt4A];
-    if (a.dims.empty() || a.dims.back() != dims_.k)
-      throw Error(ErrorCode::kInvalidArgument, name_ + ": A has shape " + dimsToString(a.dims) +
-                                                   "; its last dim must be K = " + std::to_string(dims_.k));
-    const int64_t rows = a.elementCount() / dims_.k;
+    const int64_t rows = int4RowsOf(layer_, dims_, a);
     if (rows == 0) return;
     const TensorView& out = args.outputs[0];
     if (elementType(a) != elementType(out))

@@ -160,7 +160,7 @@ DataType declaredX(const LayerSignature& signature) {
 class QuantizedGemmStep : public CudaStep {
  public:
   QuantizedGemmStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
-      : CudaStep(layer, tactic, signature, device),
+      : CudaStep(layer, tactic, signature, device, DataType::kUndefined, quantizedPlannedInputs()),
         plan_(planQuantizedGemm(layer, signature.weights(), declaredX(signature))),
         stored_(decodeAlgo(tactic.payload)),
         xLast_(plan_.conv && tactic.inputFormat(kX) == TensorFormat::kNHWC),

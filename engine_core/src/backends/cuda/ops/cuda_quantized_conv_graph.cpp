@@ -165,7 +165,7 @@ DataType declaredX(const LayerSignature& signature) {
 class QuantizedGraphConvStep : public CudaStep {
  public:
   QuantizedGraphConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
-      : CudaStep(layer, tactic, signature, device),
+      : CudaStep(layer, tactic, signature, device, DataType::kUndefined, quantizedPlannedInputs()),
         plan_(planQuantizedGemm(layer, signature.weights(), declaredX(signature))),
         choice_(EngineChoice::deserialize(tactic.payload, layer.describe())),
         formats_{tactic.inputFormat(kX) == TensorFormat::kNHWC, tactic.inputFormat(kResidual) == TensorFormat::kNHWC,

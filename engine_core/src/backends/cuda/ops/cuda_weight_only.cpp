@@ -54,7 +54,7 @@ class WeightOnlyState : public StepState {
 class WeightOnlyStep : public CudaStep {
  public:
   WeightOnlyStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
-      : CudaStep(layer, tactic, signature, device),
+      : CudaStep(layer, tactic, signature, device, DataType::kUndefined, {kBias}),  // bias_ is its copy
         precision_(tacticPrecision(layer, tactic)),
         storage_(storageOf(outputDeclared(signature), precision_)),
         dims_(dimsOf(layer)),
@@ -63,13 +63,7 @@ class WeightOnlyStep : public CudaStep {
         name_(layer.describe()) {
     checkInt4Weights(layer, dims_, weight(kPacked), weight(weight_only::kScalesInput),
                      weight(weight_only::kZeroPointsInput));
-    if (layer.hasInput(kBias)) {  // in the output's type, as the epilogue adds it
-      const HostTensor* bias = weight(kBias);
-      if (!bias || bias->elementCount() != dims_.n)
-        throw Error(ErrorCode::kInvalidArgument, name_ + ": its bias is not a constant of N values");
-      const std::vector<double> values = bias->toDoubleVector();
-      bias_ = deviceVector(device.allocator, std::vector<float>(values.begin(), values.end()), storage_);
-    }
+    bias_ = int4BiasOf(layer, dims_, weight(kBias), storage_, device);  // in the output's type, as the epilogue adds it
   }
 
   uint64_t workspaceBytes(std::span<const TensorView>, std::span<const TensorView> outputs) const override {
@@ -82,11 +76,7 @@ class WeightOnlyStep : public CudaStep {
   void enqueue(const StepArgs& args, Stream& stream) const override {
     auto* state = dynamic_cast<WeightOnlyState*>(args.state);
     if (!state) throw Error(ErrorCode::kInternal, name_ + ": enqueued without the state its step made");
-    const TensorView& a = args.inputs[kA];
-    if (a.dims.empty() || a.dims.back() != dims_.k)
-      throw Error(ErrorCode::kInvalidArgument, name_ + ": A has shape " + dimsToString(a.dims) +
-                                                   "; its last dim must be K = " + std::to_string(dims_.k));
-    const int64_t rows = a.elementCount() / dims_.k;
+    const int64_t rows = int4RowsOf(layer_, dims_, args.inputs[kA]);
     if (rows == 0) return;
     const TensorView& out = args.outputs[0];
     const uint64_t wBytes = weightBytes(dims_, storage_),
@@ -196,6 +186,22 @@ void checkInt4Weights(const Layer& layer, const Int4Dims& d, const HostTensor* p
                 layer.describe() + ": its int4 weights, scales or zero points do not match K " + std::to_string(d.k) +
                     ", N " + std::to_string(d.n) + " and group size " + std::to_string(d.groupSize) +
                     " (constant uint8, float32 and int8 tensors); rebuild the plan");
+}
+
+DeviceCopy int4BiasOf(const Layer& layer, const Int4Dims& dims, const HostTensor* bias, DataType type,
+                      CudaDevice& device) {
+  if (!layer.hasInput(kInt4Bias)) return {};
+  if (!bias || bias->elementCount() != dims.n)
+    throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": its bias is not a constant of N values");
+  const std::vector<double> values = bias->toDoubleVector();
+  return deviceVector(device.allocator, std::vector<float>(values.begin(), values.end()), type);
+}
+
+int64_t int4RowsOf(const Layer& layer, const Int4Dims& dims, const TensorView& a) {
+  if (a.dims.empty() || a.dims.back() != dims.k)
+    throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": A has shape " + dimsToString(a.dims) +
+                                                 "; its last dim must be K = " + std::to_string(dims.k));
+  return a.elementCount() / dims.k;
 }
 
 void registerWeightOnlyCudaOps(CudaOpRegistry& registry) {

@@ -28,6 +28,14 @@ Int4Dims int4DimsOf(const Layer& layer);
 void checkInt4Weights(const Layer& layer, const Int4Dims& dims, const HostTensor* packed, const HostTensor* scales,
                       const HostTensor* zeros);
 
+// The layer's constant bias [N] on the device in `type`, or an empty copy where it has none; throws
+// kInvalidArgument naming the layer when the bias is not N constant values.
+DeviceCopy int4BiasOf(const Layer& layer, const Int4Dims& dims, const HostTensor* bias, DataType type,
+                      CudaDevice& device);
+
+// The rows of A [..., K]; throws kInvalidArgument naming the layer when A's last dim is not K.
+int64_t int4RowsOf(const Layer& layer, const Int4Dims& dims, const TensorView& a);
+
 // "cuda.matmul.int4_fused_gemm.<fp16|bf16>" for fp16 / bf16 layers on sm_80 or later; none otherwise.
 std::vector<Tactic> int4FusedGemmTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
                                          CudaDevice& device);

@@ -169,4 +169,18 @@ std::optional<cublasLtEpilogue_t> fusedFp8Epilogue(const QuantizedGemmPlan& plan
   }
 }
 
+const std::vector<size_t>& quantizedPlannedInputs() {
+  using namespace quantized;
+  static const std::vector<size_t> inputs{1,
+                                          2,
+                                          kActivationScaleInput,
+                                          kWeightScaleInput,
+                                          kActivationZeroPointInput,
+                                          kWeightZeroPointInput,
+                                          kOutputScaleInput,
+                                          kOutputZeroPointInput,
+                                          kWeightBlockScaleInput};
+  return inputs;
+}
+
 }  // namespace kiln::cuda

@@ -56,6 +56,10 @@ QuantizedGemmPlan planQuantizedGemm(const Layer& layer, const LayerWeights& weig
 std::optional<cublasLtEpilogue_t> fusedFp8Epilogue(const QuantizedGemmPlan& plan, bool hasResidual,
                                                    bool quantizedOutput);
 
+// The constant inputs the plan turns into its own arrays (weights, bias, scales, zero points): the
+// steps upload those, not the inputs (CudaStep's ownCopies).
+const std::vector<size_t>& quantizedPlannedInputs();
+
 // A dim rounded up to kQuantizedGemmAlignment.
 inline int64_t paddedDim(int64_t n) {
   return (n + kQuantizedGemmAlignment - 1) / kQuantizedGemmAlignment * kQuantizedGemmAlignment;
