@@ -69,6 +69,10 @@ void addPrecisionOptions(CLI::App* sub, PrecisionOptions& o) {
   sub->add_flag("--fp4", o.fp4,
                 "Quantize Conv/MatMul/Gemm layers to fp4 (NVFP4: e2m1 with an e4m3 scale per 16 along K). FP4 runs "
                 "on Blackwell GPUs only; the CPU backend emulates it so its accuracy can be judged");
+  sub->add_flag("--quantize-where-faster", o.quantizeWhereFaster,
+                "With --int8/--fp8/--fp4: time each layer quantized and in the float precision, and quantize only "
+                "those that are faster quantized (TensorRT's choice when precisions are allowed, not obeyed); the "
+                "others stay float and `kiln inspect` gives both times");
   sub->add_option("--calib-data", o.calibData,
                   "Folder of .npy calibration batches: NAME.npy or NAME.0.npy, NAME.1.npy, ... per input NAME "
                   "(characters other than letters, digits, . - _ become _); dim 0 of a file is the batch, and a "
@@ -116,6 +120,9 @@ void applyPrecisionOptions(const PrecisionOptions& o, BuilderConfig& config) {
   config.allowINT8 = o.int8;
   config.allowFP8 = o.fp8;
   config.allowFP4 = o.fp4;
+  if (o.quantizeWhereFaster && !o.int8 && !o.fp8 && !o.fp4)
+    throw Error(ErrorCode::kInvalidArgument, "--quantize-where-faster needs --int8, --fp8 or --fp4");
+  config.quantizeWhereFaster = o.quantizeWhereFaster;
   config.calibration = calibrationOptions(o);
   if (o.optLevel < 0 || o.optLevel > 5)
     throw Error(ErrorCode::kInvalidArgument, "--opt-level " + std::to_string(o.optLevel) + " is outside 0-5");

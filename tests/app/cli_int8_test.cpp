@@ -91,6 +91,8 @@ TEST_F(CliInt8, MalformedCalibrationDataGivesOneErrorAndNoPlan) {
   expectFailure(build({}), 2, {"--calib-data"});
   expectFailure(build({"--calib-data", calibration(1), "--calibrator", "kl"}), 2, {"--calibrator 'kl'"});
   expectFailure({"build", kSample, "--save", path("out/s.plan"), "--calib-data", calibration(1)}, 2, {"need --int8"});
+  expectFailure({"build", kSample, "--save", path("out/s.plan"), "--quantize-where-faster"}, 2,
+                {"--quantize-where-faster needs --int8, --fp8 or --fp4"});
 }
 
 TEST_F(CliInt8, CalibratesFromAFolderOfImages) {

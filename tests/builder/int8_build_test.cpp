@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <sstream>
@@ -255,4 +256,39 @@ TEST(Int8Build, AResultOnlyInt8LayersReadCrossesAsInt8WithTheSameOutputs) {
   const HostTensor b = Runtime().load(unchained.plan)->createExecutionContext()->run({{"x", x}}).at("y");
   ASSERT_EQ(a.elementCount(), b.elementCount());
   EXPECT_EQ(std::memcmp(a.rawData(), b.rawData(), a.byteSize()), 0) << "the int8 chain changed the outputs";
+}
+
+// --quantize-where-faster: every candidate is either quantized or kept fp32 with both times in its
+// reason, the fp32 one not slower; a layer pinned to int8 is not questioned; an untimed build
+// (optimisation level 1) cannot compare and quantizes every candidate.
+TEST(Int8Build, QuantizeWhereFasterKeepsALayerFloatOnlyWhereItTimedFaster) {
+  TempDir dir;
+  auto network = convGemmNetwork();
+  BuilderConfig config = int8Config(dir.calibration());
+  config.quantizeWhereFaster = true;
+  config.layerPrecisions["conv1"] = Precision::kINT8;
+  const BuildResult built = Builder().build(*network, config);
+  EXPECT_EQ(layerNamed(built.report, "conv1").precision, "int8");
+  for (const char* name : {"conv2", "gemm"}) {
+    const LayerSummary& layer = layerNamed(built.report, name);
+    std::cout << "[ measured ] " << name << ": " << layer.precision << " " << layer.precisionReason << "\n";
+    if (layer.precision == "int8") continue;
+    EXPECT_EQ(layer.precision, "fp32") << name;
+    const size_t at = layer.precisionReason.find("faster in fp32 (");
+    ASSERT_NE(at, std::string::npos) << layer.precisionReason;
+    double asFloat = 0, asInt8 = 0;
+    ASSERT_EQ(std::sscanf(layer.precisionReason.c_str() + at, "faster in fp32 (%lf ms against int8 %lf ms", &asFloat,
+                          &asInt8),
+              2)
+        << layer.precisionReason;
+    EXPECT_LE(asFloat, asInt8) << name;
+  }
+  const HostTensor heldOut = images(4, 7);
+  const HostTensor expected = ReferenceExecutor(network).run({{"x", heldOut}}).at("y").tensor;
+  EXPECT_GT(agreement(runPlan(built.plan, heldOut), expected).cosine, 0.998);
+
+  config.optimizationLevel = 1;
+  config.layerPrecisions.clear();
+  const BuildResult untimed = Builder().build(*network, config);
+  for (const char* name : {"conv1", "conv2", "gemm"}) EXPECT_EQ(layerNamed(untimed.report, name).precision, "int8");
 }

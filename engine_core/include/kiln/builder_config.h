@@ -70,6 +70,11 @@ struct BuilderConfig {
   // (`calibration`); with more than one, each layer takes the narrowest its backend runs.
   bool allowFP8 = false;
   bool allowFP4 = false;
+  // INT8 / FP8 / FP4 as permissions rather than orders (TensorRT's choice when precision constraints
+  // are not obeyed): each layer that calibration would quantize is timed quantized and in the float
+  // precision, and keeps the quantized one only where it is faster. Layers in layerPrecisions are not
+  // questioned; untimed builds (optimisation levels 0 and 1) quantize every candidate.
+  bool quantizeWhereFaster = false;
   // Keep the model's own types everywhere (no precision search).
   bool strongTyping = false;
   // Layer name -> precision it must run in.

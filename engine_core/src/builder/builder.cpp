@@ -57,24 +57,6 @@ class Progress {
   std::chrono::steady_clock::time_point lastSent_;
 };
 
-// Concrete shapes of every tensor when the inputs take the given shapes (unknown ones omitted).
-std::map<std::string, std::vector<int64_t>> concreteShapes(const Network& network,
-                                                           const std::map<std::string, std::vector<int64_t>>& inputs) {
-  Network copy = network;
-  for (const auto& [name, dims] : inputs) copy.tensor(name).shape = Shape::fromDims(dims);
-  std::map<std::string, std::vector<int64_t>> shapes;
-  try {
-    copy.inferShapes();
-  } catch (const Error&) {
-    return shapes;  // shapes that need run-time data stay unplanned
-  }
-  for (const auto& name : copy.tensorNames()) {
-    const Tensor& t = copy.tensor(name);
-    if (t.kind == ValueKind::kTensor && t.shape.isFullyKnown()) shapes[name] = t.shape.knownDims();
-  }
-  return shapes;
-}
-
 std::string buildFlags(const BuilderConfig& c) {
   std::string s = std::string("storage=") + toString(c.storagePrecision()) + " opt-level=" +
                   std::to_string(c.optimizationLevel);
@@ -85,6 +67,12 @@ std::string buildFlags(const BuilderConfig& c) {
   if (c.strongTyping) s += " strongly-typed";
   if (c.int4Weights) s += " int4-weights:" + std::to_string(c.int4GroupSize);
   return s;
+}
+
+// What a layer that stays float computes in on `engine` (the precision planner's choice for it).
+Precision floatPrecisionOf(const BuilderConfig& config, const Backend& engine) {
+  const Precision p = config.storagePrecision();
+  return p == Precision::kFP32 && config.allowTF32 && engine.kind() != BackendKind::kCpu ? Precision::kTF32 : p;
 }
 
 // Weights read only by reduced-precision layers are stored in that precision in the plan (the CPU
@@ -221,6 +209,8 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
                                      std::to_string(pass.layersAfter) + " layers");
   network->sortLayersTopologically();
   checkLayerConstraintNames(input, *network, config);
+  TimingCache cache(config.timingCachePath);
+  const TacticSearch search = TacticSearch::forLevel(config.optimizationLevel);
   if (isExplicitlyQuantized(input)) {  // the model states its quantization (TensorRT's explicit mode)
     keptFloat.merge(fuseExplicitQuantization(input, *network, config, *engineBackend, report));
     if (quantizesLayers(config))
@@ -232,7 +222,7 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
                                     [&](double fraction, const std::string& detail) {
                                       progress.report("calibration", 0.05 + 0.25 * fraction, detail);
                                     },
-                                    report));
+                                    report, {*engineBackend, cache, search, floatPrecisionOf(config, *engineBackend)}));
   }
   for (auto& [layer, why] : quantizeWeightsToInt4(*network, config, *engineBackend, report))
     keptFloat[layer] += (keptFloat[layer].empty() ? "" : "; ") + why;
@@ -257,8 +247,6 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
 
   auto optShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kOpt));
   auto maxShapes = concreteShapes(*network, profileShapes(*network, config, 0, ProfilePoint::kMax));
-  TimingCache cache(config.timingCachePath);
-  const TacticSearch search = TacticSearch::forLevel(config.optimizationLevel);
   TacticSelector engineSelector(*engineBackend, cache, config.workspaceBytes, config.disabledTacticSources, search);
   TacticSelector cpuSelector(*cpuBackend, cache, config.workspaceBytes, config.disabledTacticSources, search);
   std::string tuningLayer;  // the layer being tuned and its progress, for the timing listener

@@ -114,7 +114,7 @@ bool quantizesLayers(const BuilderConfig& config) {
 std::map<std::string, std::string> quantizeForInt8(const Network& model, Network& network, const BuilderConfig& config,
                                                    const Backend& engine,
                                                    const calibration::CalibrationProgress& progress,
-                                                   BuildReport& report) {
+                                                   BuildReport& report, const QuantizationTiming& timing) {
   if (config.strongTyping) {
     report.warnings.push_back("a strongly typed build keeps the model's types: int8, fp8 and fp4 are not used");
     return {};
@@ -129,10 +129,16 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
     PassContext context;
     context.backend = config.backend;
     context.optimizationLevel = config.optimizationLevel;
-    report.passes.push_back(createQuantizeLayersPass(survey, report.calibration.scales)->run(network, context));
-    network.inferShapes();
-    report.passes.push_back(createChainInt8ActivationsPass()->run(network, context));
-    network.inferShapes();
+    std::vector<PassRecord> records;
+    const QuantizeNetwork quantize = [&](Network& target, Int8Survey& candidates) {
+      records = {createQuantizeLayersPass(candidates, report.calibration.scales)->run(target, context)};
+      target.inferShapes();
+      records.push_back(createChainInt8ActivationsPass()->run(target, context));
+      target.inferShapes();
+    };
+    if (config.quantizeWhereFaster) keepQuantizedWhereFaster(survey, network, config, timing, quantize);
+    quantize(network, survey);
+    for (PassRecord& record : records) report.passes.push_back(std::move(record));
   }
   if (!survey.keptFloat.empty())
     report.warnings.push_back(std::to_string(survey.keptFloat.size()) +

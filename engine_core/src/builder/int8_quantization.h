@@ -8,6 +8,8 @@
 #include "../backends/backend.h"
 #include "calibration/calibrate.h"
 
+#include "quantize_where_faster.h"
+
 #include <kiln/build_report.h>
 #include <kiln/builder_config.h>
 #include <kiln/network.h>
@@ -27,10 +29,11 @@ bool quantizesLayers(const BuilderConfig& config);
 // Quantizes `network` (the model after the passes; `model` as given, which names the calibration
 // cache). Fills report.calibration, adds the quantization pass to report.passes and a warning
 // naming the Conv / MatMul / Gemm layers that stay float; returns those layers' reasons by name.
+// With config.quantizeWhereFaster, `timing` times the candidates (quantize_where_faster.h).
 std::map<std::string, std::string> quantizeForInt8(const Network& model, Network& network, const BuilderConfig& config,
                                                    const Backend& engine,
                                                    const calibration::CalibrationProgress& progress,
-                                                   BuildReport& report);
+                                                   BuildReport& report, const QuantizationTiming& timing);
 
 // Whether the model has QuantizeLinear / DequantizeLinear nodes.
 bool isExplicitlyQuantized(const Network& model);

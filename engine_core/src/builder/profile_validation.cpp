@@ -69,4 +69,21 @@ std::map<std::string, std::vector<int64_t>> profileShapes(const Network& network
   return shapes;
 }
 
+std::map<std::string, std::vector<int64_t>> concreteShapes(const Network& network,
+                                                           const std::map<std::string, std::vector<int64_t>>& inputs) {
+  Network copy = network;
+  for (const auto& [name, dims] : inputs) copy.tensor(name).shape = Shape::fromDims(dims);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  try {
+    copy.inferShapes();
+  } catch (const Error&) {
+    return shapes;  // shapes that need run-time data stay unplanned
+  }
+  for (const auto& name : copy.tensorNames()) {
+    const Tensor& t = copy.tensor(name);
+    if (t.kind == ValueKind::kTensor && t.shape.isFullyKnown()) shapes[name] = t.shape.knownDims();
+  }
+  return shapes;
+}
+
 }  // namespace kiln

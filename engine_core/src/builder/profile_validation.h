@@ -14,4 +14,8 @@ enum class ProfilePoint { kMin, kOpt, kMax };
 std::map<std::string, std::vector<int64_t>> profileShapes(const Network& network, const BuilderConfig& config,
                                                           size_t profile, ProfilePoint pick);
 
+// Concrete shapes of every tensor when the inputs take the given shapes (unknown ones omitted).
+std::map<std::string, std::vector<int64_t>> concreteShapes(const Network& network,
+                                                           const std::map<std::string, std::vector<int64_t>>& inputs);
+
 }  // namespace kiln

@@ -295,11 +295,12 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
   if (usable.size() == 1)
     entryOf(usable[0]).status = narrowed ? "first candidate (optimization level " + std::to_string(search_.level) + ")"
                                          : "only candidate";
-  const std::string base = usable.size() > 1 ? signature(network, layer, precision, optShapes) + layoutKey : "";
+  const bool compares = usable.size() > 1 || timeOneCandidate_;
+  const std::string base = compares ? signature(network, layer, precision, optShapes) + layoutKey : "";
   std::vector<const Tactic*> toTime;
   std::vector<TacticCandidate*> toTimeEntries;
   for (const Tactic* t : usable) {
-    if (usable.size() == 1) continue;  // nothing to compare it with
+    if (!compares) continue;  // nothing to compare it with
     if (auto cached = cache_.find(base + "|" + t->id)) {
       entryOf(t).milliseconds = *cached;
       entryOf(t).status = "cached";
@@ -331,7 +332,7 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
   choice.workspaceBytes = best->workspaceBytes;
   choice.milliseconds = std::max(0.0, entryOf(best).milliseconds);
   choice.timed = !toTime.empty();
-  choice.fromCache = usable.size() > 1 && toTime.empty();
+  choice.fromCache = compares && toTime.empty();
   return choice;
 }
 

@@ -63,6 +63,9 @@ class TacticSelector {
         disabledSources_(std::move(disabledSources)),
         search_(search) {}
   void setListener(TimingListener listener) { listener_ = std::move(listener); }
+  // Time a layer's only candidate too (a choice between precisions needs its time, not a choice
+  // between tactics); by default a lone candidate is taken untimed.
+  void setTimeOneCandidate(bool on) { timeOneCandidate_ = on; }
   // `optShapes` are timed; the workspace must cover `maxShapes`. Throws kInvalidArgument naming the
   // layer when every candidate needs more workspace than the limit. `likelyInputFormats` (per input;
   // empty: all linear) are the layouts the layer's producers will probably hand it: tactics that take
@@ -94,6 +97,7 @@ class TacticSelector {
   std::vector<std::string> disabledSources_;
   TacticSearch search_;
   TimingListener listener_;
+  bool timeOneCandidate_ = false;
 };
 
 }  // namespace kiln
