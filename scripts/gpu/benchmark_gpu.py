@@ -11,12 +11,12 @@ PyTorch's fp32 outputs on the same input (relative L2; fp16 must stay within 1e-
 Quantized rows (int8, fp8): `kiln build --fp16 --int8|--fp8 --calib-data` with calibration inputs
 drawn like the measured ones (another seed); int4: `kiln build --fp16 --int4-weights` (weight-only,
 no calibration; e.g. GPT-2 INT4 weight-only at batch 1: --models gpt2_s128 --precisions fp16,int4
---batches 1). Each against PyTorch's fp16 peers (measured once for the fp16 and quantized rows of a
+--batches 1); int8f / fp8f: the int8 / fp8 builds with --quantize-where-faster. Each against PyTorch's fp16 peers (measured once for the fp16 and quantized rows of a
 model) and Kiln's own fp16 row where the run has one ("Kiln fp16 X ms: Nx", above 1 means the
 quantized engine is faster). A quantized row's rel-L2 includes its quantization error.
 
   python3 scripts/gpu/benchmark_gpu.py --kiln BUNDLE/bin/kiln [--models resnet50,bert_base_s128]
-      [--precisions fp16,tf32,int8,fp8,int4] [--batches 1,large] [--modes eager,cudagraph,compile] [--out DIR]
+      [--precisions fp16,tf32,int8,fp8,int4,int8f,fp8f] [--batches 1,large] [--modes eager,cudagraph,compile] [--out DIR]
       [--opt-level 0-5]
 
 Prints one table row per (model, precision, batch) with Kiln's and the best peer's latency and
@@ -73,8 +73,10 @@ def make_model(name):
     raise SystemExit(f"benchmark_gpu.py: unknown model {name}")
 
 
-QUANTIZED = {"int8", "fp8", "int4"}  # compared with the fp16 peers and Kiln's fp16 row
-CALIBRATED = {"int8", "fp8"}  # int4 is weight-only: no calibration data
+# int8f / fp8f: the same builds with --quantize-where-faster (each layer quantized only where faster).
+WHERE_FASTER = {"int8f": "int8", "fp8f": "fp8"}
+QUANTIZED = {"int8", "fp8", "int4", *WHERE_FASTER}  # compared with the fp16 peers and Kiln's fp16 row
+CALIBRATED = {"int8", "fp8", *WHERE_FASTER}  # int4 is weight-only: no calibration data
 
 
 def make_inputs(name, batch, seed=1):
@@ -214,7 +216,9 @@ def kiln(args, name, batch, precision, inputs, onnx_path, work):
         calib = os.path.join(work, f"{name}_b{batch}_calibration.npy")
         if not os.path.exists(calib):
             np.save(calib, next(iter(make_inputs(name, batch, seed=2).values())).numpy())
-        build += ["--" + precision, "--calib-data", calib]
+        build += ["--" + WHERE_FASTER.get(precision, precision), "--calib-data", calib]
+        if precision in WHERE_FASTER:
+            build.append("--quantize-where-faster")
     start = time.time()
     if run(build, log):
         return {"error": "build failed (see " + log + ")"}
