@@ -202,6 +202,7 @@ class BuildSettingsTest : public QObject {
       QVERIFY(!fp8->isEnabled());
       QVERIFY2(fp8->toolTip().contains("no layer of this model in fp8"), qPrintable(fp8->toolTip()));
       QVERIFY(!calibration.isEnabled());  // only for INT8 builds
+      QVERIFY(!panel.quantizeWhereFasterBox()->isEnabled());
       QVERIFY(!panel.config().allowINT8);
 
       int8->setChecked(true);
@@ -230,6 +231,10 @@ class BuildSettingsTest : public QObject {
       QCOMPARE(config.calibration.imageStd, (std::vector<float>{0.25f, 0.25f, 0.5f}));
       QCOMPARE(config.calibration.imageMean, (std::vector<float>{0.485f, 0.456f, 0.406f}));
       QCOMPARE(panel.precisionLabel(), QStringLiteral("int8"));
+      QVERIFY(!config.quantizeWhereFaster);
+      QVERIFY(panel.quantizeWhereFasterBox()->isEnabled());
+      panel.quantizeWhereFasterBox()->setChecked(true);
+      QVERIFY(panel.config().quantizeWhereFaster);
       panel.setPrecisionAllowed(kiln::Precision::kFP16, true);
       QCOMPARE(panel.precisionLabel(), QStringLiteral("int8+fp16"));
 

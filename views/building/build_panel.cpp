@@ -128,6 +128,11 @@ QWidget* BuildPanel::createTargetGroup(QWidget* parent) {
   }
   precisionGrid->setColumnStretch(kPrecisionsPerRow, 1);
   form->addRow(tr("Precisions"), precisionGrid);
+  quantizeWhereFaster_ = new QCheckBox(tr("Quantize only where faster"), group);
+  quantizeWhereFaster_->setToolTip(
+      tr("INT8 / FP8 as permissions (TensorRT's choice): each layer is timed quantized "
+         "and in the float precision and stays float where that is faster"));
+  form->addRow(QString(), quantizeWhereFaster_);
 
   workspaceMiB_ = new QSpinBox(group);
   workspaceMiB_->setRange(1, 1 << 20);
@@ -210,6 +215,7 @@ void BuildPanel::updatePrecisionChoices() {
   fp8->setToolTip(refusal.isEmpty() ? tr("Quantize Conv / MatMul / Gemm layers to fp8 e4m3 by the same calibration")
                                     : tr("Not available: %1").arg(refusal));
   calibration_->setEnabled(quantizes());
+  quantizeWhereFaster_->setEnabled(quantizes());
   updateValidity();
 }
 
@@ -340,6 +346,7 @@ BuilderConfig BuildPanel::config() const {
   config.allowINT8 = precisionBox(Precision::kINT8)->isChecked();
   config.allowFP8 = precisionBox(Precision::kFP8)->isEnabled() && precisionBox(Precision::kFP8)->isChecked();
   if (config.allowINT8) config.calibration = calibration_->config();
+  config.quantizeWhereFaster = quantizeWhereFaster_->isEnabled() && quantizeWhereFaster_->isChecked();
   config.optimizationLevel = optimizationLevel_->value();
   config.workspaceBytes = uint64_t(workspaceMiB_->value()) << 20;
   config.timingCachePath = timingCache_->text().trimmed().toStdString();

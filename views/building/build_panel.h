@@ -43,6 +43,7 @@ class BuildPanel : public QWidget {
   QSpinBox* optimizationLevelBox() const { return optimizationLevel_; }
   QCheckBox* tacticSourceBox(const QString& source) const;  // "cudnn", "cublaslt", "cuda", "cpu"
   QCheckBox* cudaGraphsBox() const { return cudaGraphs_; }
+  QCheckBox* quantizeWhereFasterBox() const { return quantizeWhereFaster_; }
   QCheckBox* precisionBox(Precision precision) const;
   CalibrationSettings* calibrationSettings() const { return calibration_; }
   QString phaseText() const;
@@ -87,6 +88,7 @@ class BuildPanel : public QWidget {
   QLineEdit* timingCache_;
   std::vector<std::pair<QString, QCheckBox*>> tacticSources_;
   QCheckBox* cudaGraphs_;
+  QCheckBox* quantizeWhereFaster_;  // BuilderConfig::quantizeWhereFaster, for INT8 / FP8 builds
   ProfileRangeModel* profileModel_;
   QTableView* profileTable_;
   QLabel* profileErrors_;
