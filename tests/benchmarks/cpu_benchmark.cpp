@@ -9,9 +9,10 @@
 // ort_bench.js (when --ort-script is given) and then times ExecutionContext::run (N runs after
 // warm-up). Reported: the median of the round medians and the minimum of all runs. It also times
 // the unoptimised ReferenceExecutor and compares Kiln's outputs with ONNX Runtime's: max rel diff =
-// max |kiln - ort| / max |ort|. With --int8 each model has a second row: Kiln's INT8 engine
-// (calibrated minmax on the benchmark input itself, `kiln build --int8`), timed the same way against
-// the same ONNX Runtime fp32 timings; its max rel diff is then what quantization cost.
+// max |kiln - ort| / max |ort|. With --int8 each model has two more rows: Kiln's INT8 engine
+// (calibrated minmax on the benchmark input itself, `kiln build --int8`) and the same with each layer
+// quantized only where it times faster (`--quantize-where-faster`), timed the same way against the
+// same ONNX Runtime fp32 timings; their max rel diff is then what quantization cost.
 #include <kiln/builder.h>
 #include <kiln/error.h>
 #include <kiln/host_memory.h>
@@ -244,10 +245,17 @@ std::string writeCalibration(const Options& o, const std::string& model,
   return dir;
 }
 
-// int8: Kiln's INT8 engine against the ONNX Runtime fp32 timings of the model's fp32 row.
-Row benchmarkModel(const Options& o, const std::string& model, bool int8) {
+// The engines of a model's rows: fp32, INT8 (every layer it can), INT8 where faster (each layer
+// quantized only where it times faster, --quantize-where-faster).
+enum class Variant { kFp32, kInt8, kInt8WhereFaster };
+
+// int8 rows: Kiln's INT8 engines against the ONNX Runtime fp32 timings of the model's fp32 row.
+Row benchmarkModel(const Options& o, const std::string& model, Variant variant) {
+  const bool int8 = variant != Variant::kFp32;
   Row row;
-  row.model = int8 ? model + " int8" : model;
+  row.model = model + (variant == Variant::kInt8              ? " int8"
+                       : variant == Variant::kInt8WhereFaster ? " int8 where faster"
+                                                              : "");
   const std::string base = o.dir + "/" + model;
   auto inputs = readTensors(o.dir, readJson(base + ".inputs.json").at("inputs"));
   auto network = kiln::OnnxImporter().importFile(base + ".onnx");
@@ -258,6 +266,7 @@ Row benchmarkModel(const Options& o, const std::string& model, bool int8) {
     config.allowINT8 = true;
     config.calibration.dataPath = writeCalibration(o, model, inputs);
     config.calibration.calibrator = kiln::CalibratorKind::kMinMax;
+    config.quantizeWhereFaster = variant == Variant::kInt8WhereFaster;
   }
   kiln::BuildResult built = kiln::Builder().build(*network, config);
   std::shared_ptr<kiln::Engine> engine = kiln::Runtime().load(built.plan);
@@ -321,8 +330,10 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   try {
     for (const auto& model : o.models) {
-      rows.push_back(benchmarkModel(o, model, false));
-      if (o.int8) rows.push_back(benchmarkModel(o, model, true));
+      rows.push_back(benchmarkModel(o, model, Variant::kFp32));
+      if (!o.int8) continue;
+      rows.push_back(benchmarkModel(o, model, Variant::kInt8));
+      rows.push_back(benchmarkModel(o, model, Variant::kInt8WhereFaster));
     }
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln_cpu_benchmark: %s\n", e.what());

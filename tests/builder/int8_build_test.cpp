@@ -287,6 +287,16 @@ TEST(Int8Build, QuantizeWhereFasterKeepsALayerFloatOnlyWhereItTimedFaster) {
   const HostTensor expected = ReferenceExecutor(network).run({{"x", heldOut}}).at("y").tensor;
   EXPECT_GT(agreement(runPlan(built.plan, heldOut), expected).cosine, 0.998);
 
+  // The timing reports its progress and cancels.
+  RecordingObserver observer;
+  observer.cancelAt = "precision timing";
+  try {
+    Builder().build(*network, config, &observer);
+    ADD_FAILURE() << "the build was not cancelled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
+  }
+
   config.optimizationLevel = 1;
   config.layerPrecisions.clear();
   const BuildResult untimed = Builder().build(*network, config);

@@ -222,7 +222,11 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
                                     [&](double fraction, const std::string& detail) {
                                       progress.report("calibration", 0.05 + 0.25 * fraction, detail);
                                     },
-                                    report, {*engineBackend, cache, search, floatPrecisionOf(config, *engineBackend)}));
+                                    report,
+                                    {*engineBackend, cache, search, floatPrecisionOf(config, *engineBackend),
+                                     [&](const std::string& layer, const std::string& tactic) {
+                                       progress.report("precision timing", 0.3, layer, tactic);
+                                     }}));
   }
   for (auto& [layer, why] : quantizeWeightsToInt4(*network, config, *engineBackend, report))
     keptFloat[layer] += (keptFloat[layer].empty() ? "" : "; ") + why;

@@ -32,6 +32,8 @@ void keepQuantizedWhereFaster(Int8Survey& survey, const Network& network, const 
   TacticSelector selector(timing.engine, timing.cache, config.workspaceBytes, config.disabledTacticSources,
                           timing.search);
   selector.setTimeOneCandidate(true);
+  std::string current;  // the candidate being timed, for the listener
+  if (timing.listener) selector.setListener([&](const std::string& tactic) { timing.listener(current, tactic); });
   const ProfileTensors floatShapes = shapesOf(network, config);
   // A layer kept float makes its quantized readers quantize on entry instead of reading int8, so the
   // survivors are timed again in the network without it, until no layer changes (a layer never
@@ -54,6 +56,7 @@ void keepQuantizedWhereFaster(Int8Survey& survey, const Network& network, const 
         kept.push_back(candidate);
         continue;
       }
+      current = original.name;
       const TacticChoice asFloat =
           selector.select(network, original, timing.floatPrecision, floatShapes.opt, floatShapes.max);
       const TacticChoice asQuantized = selector.select(quantizedNetwork, *quantizedLayer->second, candidate.precision,

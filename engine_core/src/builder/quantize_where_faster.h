@@ -23,6 +23,8 @@ struct QuantizationTiming {
   TimingCache& cache;
   TacticSearch search;
   Precision floatPrecision;  // what a candidate that stays float computes in
+  // Told the layer and tactic about to run (progress; it may throw to cancel the build).
+  std::function<void(const std::string& layer, const std::string& tactic)> listener;
 };
 
 // Makes `network` the quantized network of `survey` (the quantize pass and the int8 chaining).
