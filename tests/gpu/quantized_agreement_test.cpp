@@ -98,18 +98,24 @@ const std::vector<ConvCase> kConvCases{
     {"7x7 stride 2 stem, 3 -> 16 channels (depth 147)", {2, 3, 23, 23}, 16, 7, 2, false},
 };
 
+// convModel of `c` in `style` on both backends at `precision` (CUDA layers forced to `tactics`).
+test::Agreement convAgreement(QdqStyle style, const ConvCase& c, Precision precision,
+                              std::map<std::string, std::string> tactics = {}) {
+  const ModelBuilder mb = convModel(style, c.x, c.outChannels, c.kernel, c.stride, c.residual);
+  test::AgreementOptions options;
+  options.precision = precision;
+  options.nmseTolerance = toleranceOf(style, precision);
+  options.forcedTactics = std::move(tactics);
+  return test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(c.x, 45, -2.5f, 2.5f)}}, options);
+}
+
 TEST(QuantizedAgreement, ConvolutionsInEveryStyleAndPrecision) {
   KILN_REQUIRE_CUDA_BACKEND();
   for (QdqStyle style : {QdqStyle::kOnnxRuntime, QdqStyle::kSymmetricInt8, QdqStyle::kFloat8})
     for (const ConvCase& c : kConvCases)
       for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
         SCOPED_TRACE(std::string(styleName(style)) + ", " + c.name + ", " + toString(precision));
-        const ModelBuilder mb = convModel(style, c.x, c.outChannels, c.kernel, c.stride, c.residual);
-        test::AgreementOptions options;
-        options.precision = precision;
-        options.nmseTolerance = toleranceOf(style, precision);
-        const test::Agreement a =
-            test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(c.x, 45, -2.5f, 2.5f)}}, options);
+        const test::Agreement a = convAgreement(style, c, precision);
         expectQuantizedOnGpu(a, "kiln.QuantizedConv", 1);
         test::expectNoFailedTactics(a);
         std::cout << "[ measured ] " << styleName(style) << " " << c.name << " " << toString(precision) << ": NMSE "
@@ -153,14 +159,8 @@ TEST(QuantizedAgreement, CudnnInt8GraphConvolutions) {
     for (const ConvCase& c : cases)
       for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
         SCOPED_TRACE(std::string(styleName(style)) + ", " + c.name + ", " + toString(precision));
-        const ModelBuilder mb = convModel(style, c.x, c.outChannels, c.kernel, c.stride, c.residual);
-        test::AgreementOptions options;
-        options.precision = precision;
-        options.nmseTolerance = toleranceOf(style, precision);
         const std::string family = style == QdqStyle::kFloat8 ? "cudnn.fp8conv." : "cudnn.int8conv.";
-        options.forcedTactics = {{"conv", family + toString(precision) + ".c0"}};
-        const test::Agreement a =
-            test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(c.x, 45, -2.5f, 2.5f)}}, options);
+        const test::Agreement a = convAgreement(style, c, precision, {{"conv", family + toString(precision) + ".c0"}});
         test::expectNoFailedTactics(a);
         for (const LayerSummary& l : a.gpuLayers)
           if (l.type == "kiln.QuantizedConv") EXPECT_EQ(l.tactic.rfind(family, 0), 0u) << l.tactic;
