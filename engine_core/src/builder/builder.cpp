@@ -69,12 +69,6 @@ std::string buildFlags(const BuilderConfig& c) {
   return s;
 }
 
-// What a layer that stays float computes in on `engine` (the precision planner's choice for it).
-Precision floatPrecisionOf(const BuilderConfig& config, const Backend& engine) {
-  const Precision p = config.storagePrecision();
-  return p == Precision::kFP32 && config.allowTF32 && engine.kind() != BackendKind::kCpu ? Precision::kTF32 : p;
-}
-
 // Weights read only by reduced-precision layers are stored in that precision in the plan (the CPU
 // backend widens them again when it prepares its steps). A weight that float32 readers share with
 // reduced-precision ones stays wide for them and gets a narrowed copy for the others: device steps
@@ -218,15 +212,16 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
                                 "scales are used, calibration is skipped");
   } else if (quantizesLayers(config)) {
     progress.report("calibration", 0.05);
-    keptFloat.merge(quantizeForInt8(input, *network, config, *engineBackend,
-                                    [&](double fraction, const std::string& detail) {
-                                      progress.report("calibration", 0.05 + 0.25 * fraction, detail);
-                                    },
-                                    report,
-                                    {*engineBackend, cache, search, floatPrecisionOf(config, *engineBackend),
-                                     [&](const std::string& layer, const std::string& tactic) {
-                                       progress.report("precision timing", 0.3, layer, tactic);
-                                     }}));
+    keptFloat.merge(quantizeForInt8(
+        input, *network, config, *engineBackend,
+        [&](double fraction, const std::string& detail) {
+          progress.report("calibration", 0.05 + 0.25 * fraction, detail);
+        },
+        report,
+        {*engineBackend, cache, search, floatPrecisionOf(config, engineBackend->kind() == BackendKind::kCpu),
+         [&](const std::string& layer, const std::string& tactic) {
+           progress.report("precision timing", 0.3, layer, tactic);
+         }}));
   }
   for (auto& [layer, why] : quantizeWeightsToInt4(*network, config, *engineBackend, report))
     keptFloat[layer] += (keptFloat[layer].empty() ? "" : "; ") + why;

@@ -136,8 +136,10 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
       records.push_back(createChainInt8ActivationsPass()->run(target, context));
       target.inferShapes();
     };
-    if (config.quantizeWhereFaster) keepQuantizedWhereFaster(survey, network, config, timing, quantize);
-    quantize(network, survey);
+    if (config.quantizeWhereFaster)
+      quantizeWhereFaster(survey, network, config, timing, quantize);
+    else
+      quantize(network, survey);
     for (PassRecord& record : records) report.passes.push_back(std::move(record));
   }
   if (!survey.keptFloat.empty())

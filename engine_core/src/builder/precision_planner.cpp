@@ -23,6 +23,11 @@ std::string nameSome(const std::vector<std::string>& names) {
 
 }  // namespace
 
+Precision floatPrecisionOf(const BuilderConfig& config, bool onCpu) {
+  const Precision p = config.storagePrecision();
+  return !onCpu && config.allowTF32 && p == Precision::kFP32 ? Precision::kTF32 : p;
+}
+
 std::vector<Precision> planPrecisions(const Network& network, const BuilderConfig& config, const Backend& engine,
                                       const Backend& cpu, std::vector<std::string>& warnings) {
   Precision wanted = config.storagePrecision();
@@ -38,8 +43,7 @@ std::vector<Precision> planPrecisions(const Network& network, const BuilderConfi
     if (!hasFloatOutput(network, layer)) continue;  // integer/bool layers keep their types
     const Backend& backend = engine.supports(layer, Precision::kFP32).supported ? engine : cpu;
     const bool cpuLayer = cpuEngine || &backend == &cpu;
-    Precision p = wanted;
-    if (!cpuLayer && config.allowTF32 && p == Precision::kFP32) p = Precision::kTF32;
+    Precision p = floatPrecisionOf(config, cpuLayer);
     // INT8, FP8 and FP4 are not asked of every layer: the quantization step made the quantized ones
     // (and reports why the others stay).
     if (auto it = config.layerPrecisions.find(layer.name); it != config.layerPrecisions.end()) p = it->second;

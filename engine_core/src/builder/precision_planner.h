@@ -13,6 +13,10 @@ namespace kiln {
 // backend cannot run at all: they fall back there). Kiln's quantized layers (made by the INT8
 // step) are int8 and no other layer is asked to be. Layers that must stay in a higher precision
 // than asked are named in `warnings`.
+// The precision a float layer computes in without a per-layer constraint: the storage precision,
+// with TF32 for fp32 layers off the CPU where the config allows it.
+Precision floatPrecisionOf(const BuilderConfig& config, bool onCpu);
+
 std::vector<Precision> planPrecisions(const Network& network, const BuilderConfig& config, const Backend& engine,
                                       const Backend& cpu, std::vector<std::string>& warnings);
 

@@ -26,9 +26,12 @@ ProfileTensors shapesOf(const Network& network, const BuilderConfig& config) {
 
 }  // namespace
 
-void keepQuantizedWhereFaster(Int8Survey& survey, const Network& network, const BuilderConfig& config,
-                              const QuantizationTiming& timing, const QuantizeNetwork& quantize) {
-  if (survey.candidates.empty() || timing.search.level < 2) return;  // untimed builds cannot compare
+void quantizeWhereFaster(Int8Survey& survey, Network& network, const BuilderConfig& config,
+                         const QuantizationTiming& timing, const QuantizeNetwork& quantize) {
+  if (survey.candidates.empty() || timing.search.level < 2) {  // untimed builds cannot compare
+    quantize(network, survey);
+    return;
+  }
   TacticSelector selector(timing.engine, timing.cache, config.workspaceBytes, config.disabledTacticSources,
                           timing.search);
   selector.setTimeOneCandidate(true);
@@ -37,9 +40,9 @@ void keepQuantizedWhereFaster(Int8Survey& survey, const Network& network, const 
   const ProfileTensors floatShapes = shapesOf(network, config);
   // A layer kept float makes its quantized readers quantize on entry instead of reading int8, so the
   // survivors are timed again in the network without it, until no layer changes (a layer never
-  // comes back, so this ends).
-  for (bool changed = true; changed;) {
-    changed = false;
+  // comes back, so this ends); the last trial is then the result.
+  for (;;) {
+    bool changed = false;
     Network quantizedNetwork = network;
     Int8Survey trial = survey;
     quantize(quantizedNetwork, trial);
@@ -71,6 +74,11 @@ void keepQuantizedWhereFaster(Int8Survey& survey, const Network& network, const 
                                         toString(candidate.precision) + " " + milliseconds(asQuantized.milliseconds) +
                                         ", --quantize-where-faster)";
       changed = true;
+    }
+    if (!changed) {
+      network = std::move(quantizedNetwork);
+      survey = std::move(trial);
+      return;
     }
     survey.candidates = std::move(kept);
   }

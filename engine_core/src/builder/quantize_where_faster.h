@@ -30,9 +30,9 @@ struct QuantizationTiming {
 // Makes `network` the quantized network of `survey` (the quantize pass and the int8 chaining).
 using QuantizeNetwork = std::function<void(Network& network, Int8Survey& survey)>;
 
-// Moves the candidates of `survey` that are not faster quantized into survey.keptFloat, with both
-// times as the reason. `network` is the float network the survey was made on.
-void keepQuantizedWhereFaster(Int8Survey& survey, const Network& network, const BuilderConfig& config,
-                              const QuantizationTiming& timing, const QuantizeNetwork& quantize);
+// Quantizes `network` (the float network the survey was made on) with the candidates of `survey`
+// that are faster quantized; the others go into survey.keptFloat with both times as the reason.
+void quantizeWhereFaster(Int8Survey& survey, Network& network, const BuilderConfig& config,
+                         const QuantizationTiming& timing, const QuantizeNetwork& quantize);
 
 }  // namespace kiln

@@ -22,7 +22,6 @@ bool isInt8Layer(const Layer& layer) {
   return quantized::isQuantizedLayer(layer) && quantized::precisionOf(layer) == Precision::kINT8;
 }
 
-
 class ChainInt8ActivationsPass final : public Pass {
  public:
   std::string name() const override { return "ChainInt8Activations"; }
