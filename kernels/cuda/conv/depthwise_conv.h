@@ -4,8 +4,13 @@
 // residual, the CPU's fused-epilogue semantics (kernels/cpu/fused/epilogue.h). MobileNet's and
 // EfficientNet's depthwise layers are memory-bound: cuDNN runs them channels-first with the
 // epilogue as more passes over memory, and forces re-layouts around them in channels-last chains.
-// One thread makes a 16-byte vector of channels of one output pixel (fp32 accumulation), so
-// neighbouring threads read neighbouring channels of the same taps; the filter is fp32 [KH, KW, C].
+// One thread makes a 16-byte vector of channels (fp32 accumulation) of several neighbouring output
+// pixels of a row, and neighbouring threads make neighbouring vectors, so a warp's loads are whole
+// 16-byte vectors side by side; the filter is fp32 [KH, KW, C]. 3x3 and 5x5 windows at horizontal
+// stride 1 (8 pixels a thread) or 2 (4) slide along the row: each input pixel of a window row is
+// loaded once per thread and each row's taps once, not once per output pixel and tap (the cache
+// traffic, not memory, bounded the one-pixel-a-thread kernel). Other windows, strides and
+// dilations take 4 pixels a thread, loading a tap's weights once for them.
 // float32, float16, bfloat16. Asynchronous; no allocation; empty outputs are a no-op.
 #include <kernels/cpu/fused/epilogue.h>
 #include <kernels/cuda/common/element_type.h>
