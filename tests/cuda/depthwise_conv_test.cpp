@@ -37,6 +37,9 @@ const std::vector<Case> kCases{
     {"3x3 dilation 2 pad 2, 8 channels", 1, 8, 10, 10, 3, 1, 2, 2, 2, 2, 2},
     {"1x1 window, 3 channels", 3, 3, 5, 7, 1, 1, 1, 0, 0, 0, 0},
     {"3x3 no pad, batch 1, 64 channels at 7x7", 1, 64, 7, 7, 3, 1, 1, 0, 0, 0, 0},
+    // Vertical stride and dilation other than the horizontal ones (the sliding kernels take them).
+    {"3x3 stride 2x1 dilation 2x1, 16 channels", 2, 16, 12, 9, 3, 2, 2, 2, 1, 2, 1, 3, 1, 1},
+    {"5x5 stride 1x2, 24 channels", 1, 24, 9, 16, 5, 1, 1, 2, 2, 2, 2, 5, 2, 1},
 };
 
 int64_t outSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t padBegin, int64_t padEnd) {

@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 2)
   }
 }
 
-// Any window, stride and dilation: each tap's taps are loaded once for the thread's columns, each
+// Any window, stride and dilation: each tap's weights are loaded once for the thread's columns, each
 // input as that tap of each column needs it.
 template <class T, int V>
 __global__ void __launch_bounds__(kThreadsPerBlock)
