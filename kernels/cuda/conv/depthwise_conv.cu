@@ -58,11 +58,11 @@ __device__ __forceinline__ void loadTaps(const float* p, float (&out)[V]) {
 }
 
 // The epilogue of the work's columns inside the row: act(acc + bias + residual) or
-// act(acc + bias) + residual, rounded to T once.
-template <class T, int V, int Columns>
-__device__ __forceinline__ void finish(const Geometry& g, const Work& t, const float (&acc)[Columns][V],
-                                       const T* __restrict__ bias, const T* __restrict__ residual, T* __restrict__ y,
-                                       const DepthwiseEpilogue& e) {
+// act(acc + bias) + residual, rounded to T once. `activate` is the activation, fixed per call.
+template <class T, int V, int Columns, class Activate>
+__device__ __forceinline__ void finishWith(const Geometry& g, const Work& t, const float (&acc)[Columns][V],
+                                           const T* __restrict__ bias, const T* __restrict__ residual,
+                                           T* __restrict__ y, bool residualBefore, Activate activate) {
   float biasV[V] = {};
   if (bias) load<T, V>(bias + t.c, biasV);
   const int32_t first = ((t.n * g.outH + t.oh) * g.outW + t.ow0) * g.channels + t.c;
@@ -79,20 +79,48 @@ __device__ __forceinline__ void finish(const Geometry& g, const Work& t, const f
       // Selects, not an array chosen at run time (which would live in local memory).
 #pragma unroll
       for (int v = 0; v < V; ++v) {
-        before[v] = e.residualBeforeActivation ? before[v] + r[v] : before[v];
-        after[v] = e.residualBeforeActivation ? after[v] : after[v] + r[v];
+        before[v] = residualBefore ? before[v] + r[v] : before[v];
+        after[v] = residualBefore ? after[v] : after[v] + r[v];
       }
     }
     Pack<T, V> out;
 #pragma unroll
-    for (int v = 0; v < V; ++v)
-      out.v[v] = fromCompute<T>(fusedActivation(acc[oc][v] + before[v], e.activation, e.alpha, e.beta) + after[v]);
+    for (int v = 0; v < V; ++v) out.v[v] = fromCompute<T>(activate(acc[oc][v] + before[v]) + after[v]);
     *reinterpret_cast<Pack<T, V>*>(y + at) = out;
   }
 }
 
-// Output pixels a thread: 8 at stride 1 where that keeps 32 accumulators (fp32 and one channel a
-// thread), else 4 (16-bit types' 8 channels: more would spill at 128 registers, 2 blocks an SM).
+// One switch on the activation a thread rather than one an element: MobileNet's and EfficientNet's
+// activations get their own code, the others share fusedActivation's switch.
+template <class T, int V, int Columns>
+__device__ __forceinline__ void finish(const Geometry& g, const Work& t, const float (&acc)[Columns][V],
+                                       const T* __restrict__ bias, const T* __restrict__ residual, T* __restrict__ y,
+                                       const DepthwiseEpilogue& e) {
+  const float alpha = e.alpha, beta = e.beta;
+  auto with = [&](auto activation) {
+    finishWith<T, V, Columns>(g, t, acc, bias, residual, y, e.residualBeforeActivation, activation);
+  };
+  switch (e.activation) {
+    case Activation::kNone:
+      return with([](float v) { return v; });
+    case Activation::kRelu:
+      return with([=](float v) { return fusedActivation(v, Activation::kRelu, alpha, beta); });
+    case Activation::kClip:
+      return with([=](float v) { return fusedActivation(v, Activation::kClip, alpha, beta); });
+    case Activation::kSiLU:
+      return with([=](float v) { return fusedActivation(v, Activation::kSiLU, alpha, beta); });
+    case Activation::kHardSwish:
+      return with([=](float v) { return fusedActivation(v, Activation::kHardSwish, alpha, beta); });
+    default: {
+      const Activation a = e.activation;
+      return with([=](float v) { return fusedActivation(v, a, alpha, beta); });
+    }
+  }
+}
+
+// Output pixels a thread: 8 at stride 1 for fp32's 4 channels (32 accumulators) and for one
+// channel a thread, else 4 (16-bit types' 8 channels: 8 pixels would spill at 128 registers, the
+// most that lets 2 blocks share an SM).
 constexpr int slidingColumns(int v, int strideW) { return strideW == 1 && v <= 4 ? 8 : 4; }
 constexpr int kAnyWindowColumns = 4;
 
