@@ -17,12 +17,12 @@ constexpr int kChunks = 4;  // 16-byte chunks of a shared row (one row: 64 bytes
 constexpr int64_t kIndexLimit = int64_t(1) << 31;
 
 // A block of kWarpsM x kWarpsN warps over kRows pixels x kColumns output channels; kStages tiles in
-// flight. Every thread copies the same chunk column (thread % 4) of kAChunks pixel rows and
-// kBChunks filter rows a stage.
-template <int kRowsT, int kColumnsT, int kWarpsMT, int kWarpsNT, int kStagesT>
+// flight; int8 kernels held to registers for kMinBlocks blocks an SM (fp8's mma needs more). Every thread copies the
+// same chunk column (thread % 4) of kAChunks pixel rows and kBChunks filter rows a stage.
+template <int kRowsT, int kColumnsT, int kWarpsMT, int kWarpsNT, int kStagesT, int kMinBlocksT>
 struct Tile {
   static constexpr int kRows = kRowsT, kColumns = kColumnsT, kWarpsM = kWarpsMT, kWarpsN = kWarpsNT;
-  static constexpr int kStages = kStagesT;
+  static constexpr int kStages = kStagesT, kMinBlocks = kMinBlocksT;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kWarpRows = kRows / kWarpsM, kWarpColumns = kColumns / kWarpsN;
   static constexpr int kTilesM = kWarpRows / 16, kTilesN = kWarpColumns / 8;
@@ -34,9 +34,9 @@ struct Tile {
   static_assert(kAChunks * kThreads == kRows * kChunks && kBChunks * kThreads == kColumns * kChunks,
                 "the tiles in whole chunks a thread");
 };
-using Large = Tile<128, 128, 2, 4, 4>;  // 64 KiB of shared memory
-using Wide = Tile<128, 64, 4, 2, 4>;    // 48 KiB
-using Small = Tile<64, 64, 2, 2, 4>;    // 32 KiB
+using Large = Tile<128, 128, 2, 4, 4, 2>;  // 64 KiB of shared memory
+using Wide = Tile<128, 64, 4, 2, 4, 2>;    // 48 KiB
+using Small = Tile<64, 64, 2, 2, 4, 4>;    // 32 KiB
 
 // Output kinds; 8-bit ones are quantized by quant_math.h's functions, as the CPU's.
 enum class Out { kF32, kF16, kBF16, kI8, kE4M3 };
@@ -205,7 +205,8 @@ __device__ __forceinline__ void storePair(void* y, size_t at, T v0, T v1) {
 // Block b: pixel tile b / columnBlocks, channel tile b % columnBlocks (the tiles of one pixel block
 // run together and share its input rows in L2).
 template <class C, bool kFp8, Out kOut>
-__global__ void __launch_bounds__(C::kThreads) int8ConvKernel(const __grid_constant__ ConvArgs p) {
+__global__ void __launch_bounds__(C::kThreads, kFp8 ? 1 : C::kMinBlocks)
+    int8ConvKernel(const __grid_constant__ ConvArgs p) {
 #if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_EMULATION)
   using Acc = std::conditional_t<kFp8, float, int32_t>;
   extern __shared__ uint4 shared[];
