@@ -222,20 +222,20 @@ const std::vector<ConvCase> kShapes{
     {3, 7, 7, 64, 16, 3, 1, 1, 1},     // 16 output channels: most of a channel tile idle
 };
 
-// Every shape with every tile, cycling the outputs and epilogues.
+// Every shape with every tile, cycling the outputs and epilogues (offset by the shape, so each tile
+// meets each of them).
 void checkAll(bool fp8, const std::vector<ElementType>& outputs) {
   uint32_t seed = fp8 ? 101 : 7;
-  int variant = 0;
-  for (const ConvCase& c : kShapes)
+  for (size_t shape = 0; shape < kShapes.size(); ++shape)
     for (int t = 0; t < kInt8ConvTiles; ++t) {
+      const size_t i = shape + size_t(t);
       Variant v;
       v.fp8 = fp8, v.tile = Int8ConvTile(t);
-      v.yType = outputs[size_t(variant) % outputs.size()];
-      v.bias = variant % 4 != 3;
-      v.relu = variant % 2 == 0;
-      v.residual = Residual(variant % 3);
-      ++variant;
-      checkCase(c, v, ++seed);
+      v.yType = outputs[i % outputs.size()];
+      v.bias = i % 4 != 3;
+      v.relu = (shape + i) % 2 == 0;
+      v.residual = Residual((shape + 2 * size_t(t)) % 3);
+      checkCase(kShapes[shape], v, ++seed);
     }
 }
 

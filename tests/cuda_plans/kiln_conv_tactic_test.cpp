@@ -52,11 +52,11 @@ TEST(KilnConvTactic, ProblemCarriesTheGeometry) {
 }
 
 TEST(KilnConvTactic, TilesFollowTheDeviceAndTheLayer) {
-  EXPECT_EQ(kilnConvTiles(problem(64, QuantizedOperands::kInt8), 90).size(), 2u);   // no 128-channel tile
-  EXPECT_EQ(kilnConvTiles(problem(144, QuantizedOperands::kInt8), 90).size(), 3u);  // all three
+  EXPECT_EQ(kilnConvTiles(problem(64, QuantizedOperands::kInt8), 90).size(), 3u);   // no 128-channel tile
+  EXPECT_EQ(kilnConvTiles(problem(144, QuantizedOperands::kInt8), 90).size(), 4u);  // all four
   EXPECT_TRUE(kilnConvTiles(problem(64, QuantizedOperands::kInt8), 75).empty());    // no int8 mma.sync m16n8k32
   EXPECT_TRUE(kilnConvTiles(problem(64, QuantizedOperands::kFp8), 86).empty());     // no e4m3 mma before sm_89
-  EXPECT_EQ(kilnConvTiles(problem(64, QuantizedOperands::kFp8), 89).size(), 2u);
+  EXPECT_EQ(kilnConvTiles(problem(64, QuantizedOperands::kFp8), 89).size(), 3u);
   EXPECT_TRUE(kilnConvTiles(problem(64, QuantizedOperands::kNone), 90).empty());
   EXPECT_TRUE(kilnConvTiles(problem(40, QuantizedOperands::kInt8), 90).empty());  // channels off 16
 }

@@ -37,6 +37,7 @@ struct Tile {
 using Large = Tile<128, 128, 2, 4, 4, 2>;  // 64 KiB of shared memory
 using Wide = Tile<128, 64, 4, 2, 4, 2>;    // 48 KiB
 using Small = Tile<64, 64, 2, 2, 4, 4>;    // 32 KiB
+using Tall = Tile<256, 64, 4, 2, 4, 2>;    // 80 KiB
 
 // Output kinds; 8-bit ones are quantized by quant_math.h's functions, as the CPU's.
 enum class Out { kF32, kF16, kBF16, kI8, kE4M3 };
@@ -396,6 +397,8 @@ const char* toString(Int8ConvTile tile) {
       return "128x64";
     case Int8ConvTile::k64x64:
       return "64x64";
+    case Int8ConvTile::k256x64:
+      return "256x64";
   }
   return "?";
 }
@@ -450,6 +453,8 @@ cudaError_t int8Conv(const Int8ConvProblem& p, Int8ConvTile tile, void* y, Eleme
       return launchTile<Wide>(a, p.fp8, yType, stream);
     case Int8ConvTile::k64x64:
       return launchTile<Small>(a, p.fp8, yType, stream);
+    case Int8ConvTile::k256x64:
+      return launchTile<Tall>(a, p.fp8, yType, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -11,7 +11,7 @@
 //   v = float(acc) * multipliers[k] (+ bias[k]) (+ residual) ; v = act(v) (+ residual)
 // written as float32 / float16 / bfloat16, or as int8 / e4m3 quantize(v, outputScale, outputZero)
 // (quant_math.h). Y and the residual are [N, P, Q, K] (channels-last), K a multiple of 16.
-// Block tiles are the Int8ConvTile configs (each its own tactic): 128 or 64 pixels x 128 or 64
+// Block tiles are the Int8ConvTile configs (each its own tactic): 256, 128 or 64 pixels x 128 or 64
 // channels x 64 bytes of reduction, 8 or 4 warps, a multi-stage cp.async pipeline (16-byte copies,
 // zero-filled for padding), ldmatrix from XOR-swizzled shared rows. Asynchronous; no allocation.
 #include <kernels/cpu/fused/epilogue.h>
@@ -28,8 +28,9 @@ enum class Int8ConvTile : int {
   k128x128 = 0,  // 8 warps of 64 x 32: the big layers
   k128x64 = 1,   // 8 warps of 32 x 32: layers of 64 output channels
   k64x64 = 2,    // 4 warps of 32 x 32: small images, few blocks
+  k256x64 = 3,   // 8 warps of 64 x 32: layers of 64 output channels, fewer filter reloads
 };
-inline constexpr int kInt8ConvTiles = 3;
+inline constexpr int kInt8ConvTiles = 4;
 
 struct Int8ConvProblem {
   const void* x = nullptr;  // [batch, inH, inW, channels] int8 / e4m3

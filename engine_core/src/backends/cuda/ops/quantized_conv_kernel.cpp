@@ -55,8 +55,8 @@ std::vector<k::Int8ConvTile> kilnConvTiles(const ConvGraphProblem& p, int sm) {
   static const float multipliers[1] = {};
   kp.x = kp.w = aligned, kp.multipliers = multipliers;
   if (!k::int8ConvTakes(kp)) return {};
-  if (kp.outChannels <= 64) return {k::Int8ConvTile::k128x64, k::Int8ConvTile::k64x64};
-  return {k::Int8ConvTile::k128x128, k::Int8ConvTile::k128x64, k::Int8ConvTile::k64x64};
+  if (kp.outChannels <= 64) return {k::Int8ConvTile::k256x64, k::Int8ConvTile::k128x64, k::Int8ConvTile::k64x64};
+  return {k::Int8ConvTile::k128x128, k::Int8ConvTile::k256x64, k::Int8ConvTile::k128x64, k::Int8ConvTile::k64x64};
 }
 
 }  // namespace kiln::cuda
