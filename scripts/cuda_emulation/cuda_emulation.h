@@ -13,6 +13,8 @@
 #define __shared__ static
 #define __launch_bounds__(...)
 #include <algorithm>
+#include <cmath>
+#include <type_traits>
 #include <cstdint>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -236,6 +238,44 @@ inline void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
     const int row = l / 4 + (e >= 2 ? 8 : 0), column = 2 * (l % 4) + (e & 1);
     float sum = c[e];
     for (int k = 0; k < 16; ++k) sum += aAt(row, k) * bAt(k, column);
+    out[e] = sum;
+  }
+  wait(2);
+  for (int e = 0; e < 4; ++e) c[e] = out[e];
+}
+// e4m3fn code -> float (sign, 4 exponent bits of bias 7, 3 mantissa bits; 0x7F / 0xFF NaN).
+inline float e4m3Value(uint8_t code) {
+  const int exponent = (code >> 3) & 15, mantissa = code & 7;
+  float magnitude = exponent == 0 ? std::ldexp(float(mantissa), -9) : std::ldexp(float(8 + mantissa), exponent - 10);
+  if ((code & 0x7F) == 0x7F) magnitude = __builtin_nanf("");
+  return code & 0x80 ? -magnitude : magnitude;
+}
+
+// mma.sync.aligned.m16n8k32.row.col.{s32.s8.s8.s32 | f32.e4m3.e4m3.f32}: c (16x8) += a (16x32) ·
+// b (32x8), 8-bit operands four to a register, the lowest k in the lowest byte. Lane 4g + t holds
+// of a (row g, k 4t..4t+3), (g + 8, 4t..), (g, 16 + 4t..), (g + 8, 16 + 4t..); of b (k 4t..4t+3,
+// column g) and (k 16 + 4t.., column g); of c rows g, g + 8 at columns 2t, 2t + 1 (the PTX ISA's
+// fragment tables for .s8 / .e4m3 at m16n8k32).
+template <class Acc>
+inline void mma16832(Acc (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  const int me = linearId(), l = me & 31, base = me & ~31;
+  for (int i = 0; i < 4; ++i) operandSlots[me][i] = a[i];
+  operandSlots[me][4] = b0;
+  operandSlots[me][5] = b1;
+  wait(2);
+  auto byteOf = [&](int lane, int reg, int k) { return uint8_t(operandSlots[base + lane][reg] >> (8 * (k % 4))); };
+  auto aAt = [&](int row, int k) { return byteOf(row % 8 * 4 + k % 16 / 4, (row >= 8) + 2 * (k >= 16), k); };
+  auto bAt = [&](int k, int n) { return byteOf(n * 4 + k % 16 / 4, 4 + (k >= 16), k); };
+  Acc out[4];
+  for (int e = 0; e < 4; ++e) {
+    const int row = l / 4 + (e >= 2 ? 8 : 0), column = 2 * (l % 4) + (e & 1);
+    Acc sum = c[e];
+    for (int k = 0; k < 32; ++k) {
+      if constexpr (std::is_integral_v<Acc>)  // s32: s8 x s8
+        sum += Acc(int8_t(aAt(row, k))) * Acc(int8_t(bAt(k, column)));
+      else
+        sum += e4m3Value(aAt(row, k)) * e4m3Value(bAt(k, column));
+    }
     out[e] = sum;
   }
   wait(2);

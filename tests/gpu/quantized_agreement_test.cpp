@@ -42,7 +42,8 @@ void expectQuantizedOnGpu(const test::Agreement& agreement, const std::string& t
       ++count;
       EXPECT_TRUE(l.precision == "int8" || l.precision == "fp8") << l.name << " is " << l.precision;
       EXPECT_TRUE(l.tactic.rfind("cublaslt.", 0) == 0 || l.tactic.rfind("cudnn.int8conv.", 0) == 0 ||
-                  l.tactic.rfind("cudnn.fp8conv.", 0) == 0)
+                  l.tactic.rfind("cudnn.fp8conv.", 0) == 0 || l.tactic.rfind("kiln.int8conv.", 0) == 0 ||
+                  l.tactic.rfind("kiln.fp8conv.", 0) == 0)
           << l.name << " ran " << l.tactic;
     }
   EXPECT_GE(count, atLeast) << "quantized layers of type " << type << " on the GPU";
@@ -206,6 +207,78 @@ TEST(QuantizedAgreement, CudnnInt8GraphChainPassesInt8Between) {
       if (l.type == "kiln.QuantizedConv" && l.tactic.rfind("cudnn.int8conv.", 0) == 0) ++graphs;
     EXPECT_EQ(graphs, 2);
     std::cout << "[ measured ] cuDNN int8 graph chain " << toString(precision) << ": NMSE " << a.worstNmse << "\n";
+  }
+}
+
+// Symmetric int8 and fp8 convolutions on Kiln's own 8-bit kernel (kernels/cuda/quant/int8_conv.h),
+// forced as kiln.int8conv / kiln.fp8conv with each block tile: the graph step's entry quantization
+// (5 and 3 channels padded to 16), a residual, a 7x7 stem, more output channels than one tile. int8
+// sums are exact and the epilogue is the CPU's arithmetic, so the bound is the harness's; fp8's is
+// the cuBLASLt one's.
+TEST(QuantizedAgreement, KilnInt8ConvKernel) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  // The tiles offered: 128x64 (t1), 64x64 (t2) and 256x64 (t3) for up to 64 output channels, also
+  // 128x128 (t0) above.
+  const std::vector<std::pair<ConvCase, int>> cases{
+      {{"3x3 pad 1, 5 -> 16 channels", {2, 5, 9, 11}, 16, 3, 1, false}, 1},
+      {{"3x3 stride 2, 16 -> 48 channels", {1, 16, 13, 12}, 48, 3, 2, false}, 2},
+      {{"1x1, 32 -> 32 channels with a residual", {2, 32, 7, 7}, 32, 1, 1, true}, 3},
+      {{"7x7 stride 2 stem, 3 -> 64 channels", {2, 3, 23, 23}, 64, 7, 2, false}, 2},
+      {{"3x3 pad 1, 24 -> 144 channels", {1, 24, 11, 9}, 144, 3, 1, false}, 0},
+  };
+  for (QdqStyle style : {QdqStyle::kSymmetricInt8, QdqStyle::kFloat8})
+    for (const auto& [c, tile] : cases)
+      for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
+        const std::string family = style == QdqStyle::kFloat8 ? "kiln.fp8conv." : "kiln.int8conv.";
+        const std::string tactic = family + toString(precision) + ".t" + std::to_string(tile);
+        SCOPED_TRACE(std::string(styleName(style)) + ", " + c.name + ", " + toString(precision) + ", " + tactic);
+        const test::Agreement a = convAgreement(style, c, precision, {{"conv", tactic}});
+        test::expectNoFailedTactics(a);
+        for (const LayerSummary& l : a.gpuLayers)
+          if (l.type == "kiln.QuantizedConv") EXPECT_EQ(l.tactic, tactic);
+        std::cout << "[ measured ] Kiln 8-bit conv " << styleName(style) << " " << c.name << " " << toString(precision)
+                  << " " << tactic << ": NMSE " << a.worstNmse << "\n";
+      }
+}
+
+// Two symmetric int8 convolutions in a chain on Kiln's kernel: the first writes int8 (divided by its
+// y_scale and rounded as the CPU does) and the second reads it as its operand, NHWC, as it is.
+TEST(QuantizedAgreement, KilnInt8ConvChainPassesInt8Between) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  ModelBuilder mb(17);
+  const std::vector<int64_t> x{2, 16, 12, 10};
+  mb.input("x", kFloat, x).output("y");
+  QdqWriter q(mb, QdqStyle::kSymmetricInt8);
+  std::string in = "x";
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i);
+    const std::string xq = q.activation(in, i == 0 ? -2.0f : 0.0f, 2.0f);
+    const std::string wq = q.weights("w" + n, test::randomFloats({32, i == 0 ? 16 : 32, 3, 3}, 50 + i, -0.3f, 0.3f), 0);
+    const std::string b = q.bias("b" + n, test::randomFloats({32}, 52 + i), xq, wq);
+    auto& conv = mb.node("Conv", {xq, wq, b}, {"c" + n}, "conv" + n);
+    ModelBuilder::setInts(conv, "pads", {1, 1, 1, 1});
+    mb.node("Relu", {"c" + n}, {i == 1 ? "y" : "r" + n}, "relu" + n);
+    in = "r" + n;
+  }
+  for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
+    for (int tile : {1, 3}) {
+      const std::string tactic = std::string("kiln.int8conv.") + toString(precision) + ".t" + std::to_string(tile);
+      SCOPED_TRACE(tactic);
+      test::AgreementOptions options;
+      options.precision = precision;
+      options.forcedTactics = {{"conv0", tactic}, {"conv1", tactic}};
+      // fp32: the CPU's own arithmetic (expected exact). fp16: the engine quantizes fp16-rounded
+      // values, so some land one int8 step away and the second layer carries that on (as the cuDNN
+      // chain's bound).
+      options.nmseTolerance = precision == Precision::kFP32 ? 1e-6 : 5e-5;
+      const test::Agreement a = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(x, 54)}}, options);
+      test::expectNoFailedTactics(a);
+      int64_t kernels = 0;
+      for (const LayerSummary& l : a.gpuLayers)
+        if (l.type == "kiln.QuantizedConv" && l.tactic == tactic) ++kernels;
+      EXPECT_EQ(kernels, 2);
+      std::cout << "[ measured ] Kiln int8 conv chain " << tactic << ": NMSE " << a.worstNmse << "\n";
+    }
   }
 }
 

@@ -11,7 +11,8 @@
 // (per-column scales, bias, Relu / GELU, the residual as C) and write the output itself: the fused
 // tactics, offered first and timed against the others.
 //
-// Convolutions in symmetric int8 are also offered as cuDNN int8 graphs (quantized_conv_graph.h).
+// Convolutions in symmetric int8 / fp8 are also offered as cuDNN 8-bit graphs and as Kiln's own 8-bit
+// convolution kernel (quantized_conv_graph.h, quantized_conv_kernel.h).
 //
 // Tactics: the heuristic's top candidates at the max shapes, "cublaslt.int8gemm.<storage>.h0".. /
 // "cublaslt.fp8gemm[.fused].<storage>.h0".. (storage: the float type of its activations), each

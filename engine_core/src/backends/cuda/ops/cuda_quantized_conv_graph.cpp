@@ -9,6 +9,10 @@
 // (sums * x_scale * w_scale[c] + bias) and epilogue run in fp32 as the CPU's do. An 8-bit output is
 // the result times 1 / y_scale rounded by cuDNN, where the CPU divides: a value at a rounding tie can
 // land one step away.
+//
+// The kiln.int8conv / kiln.fp8conv tactics (quantized_conv_kernel.h) run the same step with Kiln's own
+// implicit-GEMM kernel in place of the cuDNN plan: no cuDNN workspace, any fused activation, and an
+// 8-bit output divided by y_scale as the CPU does.
 #include "quantized_conv_graph.h"
 
 #include "../../../builder/conversion_layers.h"
@@ -19,6 +23,7 @@
 #include "../cudnn_conv.h"
 #include "../cudnn_conv_graph.h"
 #include "../workspace_math.h"
+#include "quantized_conv_kernel.h"
 #include "quantized_gemm_plan.h"
 
 #include <kernels/cuda/layout/reformat.h>
@@ -50,15 +55,16 @@ bool writesQuantized(const Layer& layer, const QuantizedGemmPlan& plan, const La
   return zero && zero->dtype() == operandType(plan);
 }
 
-// Why the graph cannot take this layer, or nullopt.
-std::optional<std::string> refusal(const Layer& layer, const QuantizedGemmPlan& plan, bool quantizedOutput) {
+// Why the graph (or with `kiln`, Kiln's kernel) cannot take this layer, or nullopt.
+std::optional<std::string> refusal(const Layer& layer, const QuantizedGemmPlan& plan, bool quantizedOutput, bool kiln) {
   if (!plan.conv) return "not a convolution";
   if (plan.activation.unsignedQ || plan.activation.zero != 0 || !plan.correction.empty())
     return "its activation has a zero point";
   if (layer.hasInput(quantized::kOutputScaleInput) && (!quantizedOutput || plan.outputZero != 0))
     return "its output is not symmetric in its operand type";
   if (plan.channels % kChannelVector != 0) return "its output channels are not a multiple of 16";
-  if (plan.epilogue.activation != kernels::Activation::kNone && !ConvGraphProblem::graphHasActivation(plan.epilogue))
+  if (!kiln && plan.epilogue.activation != kernels::Activation::kNone &&
+      !ConvGraphProblem::graphHasActivation(plan.epilogue))
     return "cuDNN has no pointwise op for its activation";
   return std::nullopt;
 }
@@ -85,7 +91,7 @@ ConvGraphProblem problemOf(const Layer& layer, const QuantizedGemmPlan& plan, co
 
 struct Resolved {
   ConvGraphProblem problem;
-  std::shared_ptr<CudnnExecutionPlan> plan;
+  std::shared_ptr<CudnnExecutionPlan> plan;  // null: Kiln's kernel
 };
 
 // The plan at these dims: the tactic's own config where cuDNN takes it here, else the heuristics'
@@ -129,7 +135,7 @@ WorkspaceLayout layoutOf(const Resolved& r, const std::vector<int64_t>& x, DataT
   if (!xIsOperand(xType, formats.x, p, x)) l.x = alignUp(uint64_t(elementCount(p.x)));
   if (p.residual && !formats.residual) l.residual = alignUp(uint64_t(elementCount(p.y)) * byteSize(p.type));
   if (!formats.y) l.y = alignUp(uint64_t(elementCount(p.y)) * (p.quantizedOutput ? 1 : byteSize(p.type)));
-  l.cudnn = alignUp(r.plan->workspaceBytes());
+  l.cudnn = r.plan ? alignUp(r.plan->workspaceBytes()) : 0;
   return l;
 }
 
@@ -167,21 +173,25 @@ class QuantizedGraphConvStep : public CudaStep {
   QuantizedGraphConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
       : CudaStep(layer, tactic, signature, device, DataType::kUndefined, quantizedPlannedInputs()),
         plan_(planQuantizedGemm(layer, signature.weights(), declaredX(signature))),
-        choice_(EngineChoice::deserialize(tactic.payload, layer.describe())),
+        kilnTile_(kilnConvTileOf(tactic.id)),
+        choice_(kilnTile_ ? EngineChoice{} : EngineChoice::deserialize(tactic.payload, layer.describe())),
         formats_{tactic.inputFormat(kX) == TensorFormat::kNHWC, tactic.inputFormat(kResidual) == TensorFormat::kNHWC,
                  tactic.outputFormat == TensorFormat::kNHWC},
         storage_(activationStorageOf(layer, Precision::kINT8)),
         quantizedOutput_(writesQuantized(layer, plan_, signature.weights())),
         hasResidual_(layer.hasInput(kResidual)),
         name_(layer.describe()) {
-    if (auto why = refusal(layer, plan_, quantizedOutput_))
+    if (isKilnConvTactic(tactic.id) && !kilnTile_)
+      throw Error(ErrorCode::kInvalidArgument, name_ + ": the plan's tactic " + tactic.id +
+                                                   " names no tile of Kiln's 8-bit convolution; rebuild the plan");
+    if (auto why = refusal(layer, plan_, quantizedOutput_, kilnTile_.has_value()))
       throw Error(ErrorCode::kInvalidArgument,
-                  name_ + ": the plan's cuDNN 8-bit tactic cannot run it (" + *why + "); rebuild the plan");
+                  name_ + ": the plan's 8-bit convolution tactic cannot run it (" + *why + "); rebuild the plan");
     const std::vector<uint8_t> filter = channelsLastFilter(plan_);
     filter_ = DeviceCopy(device.allocator, filter.data(), filter.size());
     scales_ = DeviceCopy(device.allocator, plan_.multipliers.data(), plan_.multipliers.size() * sizeof(float));
     if (!plan_.bias.empty()) bias_ = DeviceCopy(device.allocator, plan_.bias.data(), plan_.bias.size() * sizeof(float));
-    if (quantizedOutput_) {  // the graph multiplies by it
+    if (quantizedOutput_ && !kilnTile_) {  // the graph multiplies by it
       const float reciprocal = 1.0f / plan_.outputScale;
       outputScale_ = DeviceCopy(device.allocator, &reciprocal, sizeof(float));
     }
@@ -189,7 +199,7 @@ class QuantizedGraphConvStep : public CudaStep {
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
     if (inputs.empty() || inputs[kX].dims.size() != 4 || elementCount(inputs[kX].dims) == 0) return 0;
-    const Resolved r = resolve(layer_, problemAt(16, inputs[kX].dims), choice_, device_.ordinal);
+    const Resolved r = resolveAt(problemAt(16, inputs[kX].dims));
     return layoutOf(r, inputs[kX].dims, inputs[kX].dtype, formats_).total();
   }
 
@@ -206,9 +216,6 @@ class QuantizedGraphConvStep : public CudaStep {
     const WorkspaceLayout& l = entry.layout;
     char* workspace = static_cast<char*>(args.workspace);
     const cudaStream_t s = streamOf(stream);
-    cudnnHandle_t handle = cudnnHandleForThread(device_.ordinal);
-    if (const cudnnStatus_t status = cudnnSetStream(handle, s); status != CUDNN_STATUS_SUCCESS)
-      checkCudnn(status, name_ + ": cudnnSetStream");
 
     const std::vector<int64_t>& xd = args.inputs[kX].dims;
     const void* x = input(args, kX);
@@ -228,6 +235,41 @@ class QuantizedGraphConvStep : public CudaStep {
       residual = copy;
     }
     void* y = l.y ? workspace + l.yAt() : out.data;
+    if (kilnTile_)
+      runKernel(p, x, residual, hasResidual_ ? elementType(args.inputs[kResidual]) : k::ElementType::kFloat32, y,
+                elementType(out), s);
+    else
+      runGraph(entry, x, residual, y, workspace + l.cudnnAt(), s);
+    if (l.y)
+      check(k::nhwcToNchw(y, out.data, p.y[0], p.y[1], p.y[2], p.y[3], elementType(out), s),
+            "re-laying out its output");
+  }
+
+ private:
+  // Kiln's kernel on the NHWC operands.
+  void runKernel(const ConvGraphProblem& p, const void* x, const void* residual, k::ElementType residualType, void* y,
+                 k::ElementType yType, cudaStream_t s) const {
+    k::Int8ConvProblem kp = kilnConvProblemOf(p);
+    kp.x = x, kp.w = filter_.get();
+    kp.multipliers = static_cast<const float*>(scales_.get());
+    kp.bias = static_cast<const float*>(bias_.get());
+    kp.residual = residual, kp.residualType = residualType;
+    kp.residualBeforeActivation = plan_.epilogue.residualBeforeActivation;
+    kp.activation = plan_.epilogue.activation, kp.alpha = plan_.epilogue.alpha, kp.beta = plan_.epilogue.beta;
+    kp.outputScale = plan_.outputScale, kp.outputZero = plan_.outputZero;
+    if (const char* why = k::int8ConvRefusal(kp))
+      throw Error(ErrorCode::kUnsupported, name_ + ": Kiln's 8-bit convolution cannot run its " + p.describe() + " (" +
+                                               why + "); rebuild the plan");
+    check(k::int8Conv(kp, *kilnTile_, y, yType, s), "running Kiln's 8-bit convolution");
+  }
+
+  // The cuDNN plan on the NHWC operands.
+  void runGraph(const ShapeEntry& entry, const void* x, const void* residual, void* y, void* cudnnWorkspace,
+                cudaStream_t s) const {
+    const ConvGraphProblem& p = entry.resolved.problem;
+    cudnnHandle_t handle = cudnnHandleForThread(device_.ordinal);
+    if (const cudnnStatus_t status = cudnnSetStream(handle, s); status != CUDNN_STATUS_SUCCESS)
+      checkCudnn(status, name_ + ": cudnnSetStream");
     std::vector<int64_t> uids{kGraphX, kGraphW, kGraphY, kGraphScale};
     std::vector<void*> pointers{const_cast<void*>(x), const_cast<void*>(filter_.get()), y,
                                 const_cast<void*>(scales_.get())};
@@ -238,13 +280,15 @@ class QuantizedGraphConvStep : public CudaStep {
     if (p.bias) bind(kGraphBias, bias_.get());
     if (p.residual) bind(kGraphResidual, residual);
     if (p.quantizedOutput) bind(kGraphOutputScale, outputScale_.get());
-    entry.resolved.plan->execute(handle, uids, pointers, workspace + l.cudnnAt(), name_);
-    if (l.y)
-      check(k::nhwcToNchw(y, out.data, p.y[0], p.y[1], p.y[2], p.y[3], elementType(out), s),
-            "re-laying out its output");
+    entry.resolved.plan->execute(handle, uids, pointers, cudnnWorkspace, name_);
   }
 
- private:
+  // The cuDNN plan for this problem, or (Kiln's kernel) none.
+  Resolved resolveAt(const ConvGraphProblem& problem) const {
+    if (kilnTile_) return {problem, nullptr};
+    return resolve(layer_, problem, choice_, device_.ordinal);
+  }
+
   ConvGraphProblem problemAt(int64_t alignment, const std::vector<int64_t>& x) const {
     return problemOf(layer_, plan_, x, storage_, quantizedOutput_, hasResidual_, alignment);
   }
@@ -256,7 +300,7 @@ class QuantizedGraphConvStep : public CudaStep {
       if (entry->x == x && entry->xType == xType && entry->alignment == alignment) return *entry;
     auto entry = std::make_unique<ShapeEntry>();
     entry->x = x, entry->xType = xType, entry->alignment = alignment;
-    entry->resolved = resolve(layer_, problemAt(alignment, x), choice_, device_.ordinal);
+    entry->resolved = resolveAt(problemAt(alignment, x));
     const ConvGraphProblem& p = entry->resolved.problem;
     if (p.y != args.outputs[0].dims)
       throw Error(ErrorCode::kInternal, name_ + ": its convolution makes " + dimsToString(p.y) + " but the output is " +
@@ -275,6 +319,7 @@ class QuantizedGraphConvStep : public CudaStep {
   }
 
   QuantizedGemmPlan plan_;
+  std::optional<k::Int8ConvTile> kilnTile_;  // Kiln's kernel in place of a cuDNN plan
   EngineChoice choice_;
   Formats formats_;
   DataType storage_;
@@ -286,7 +331,7 @@ class QuantizedGraphConvStep : public CudaStep {
 }  // namespace
 
 bool isQuantizedGraphConvTactic(const std::string& tacticId) {
-  return tacticId.rfind(kInt8Prefix, 0) == 0 || tacticId.rfind(kFp8Prefix, 0) == 0;
+  return tacticId.rfind(kInt8Prefix, 0) == 0 || tacticId.rfind(kFp8Prefix, 0) == 0 || isKilnConvTactic(tacticId);
 }
 
 std::vector<Tactic> quantizedGraphConvTactics(const Layer& layer, const LayerInputs& inputs, CudaDevice& device) {
@@ -298,25 +343,36 @@ std::vector<Tactic> quantizedGraphConvTactics(const Layer& layer, const LayerInp
     const DataType xType = inputs.types.empty() ? DataType::kFloat32 : inputs.types[kX];
     const QuantizedGemmPlan plan = planQuantizedGemm(layer, inputs.weights, xType);
     const bool quantizedOutput = writesQuantized(layer, plan, inputs.weights);
-    if (refusal(layer, plan, quantizedOutput)) return {};
     const DataType storage = activationStorageOf(layer, Precision::kINT8);
+    const std::string storageName = layer.attrString(quantized::kFloatStorage, "fp32");
     const ConvGraphProblem problem =
         problemOf(layer, plan, inputs.dims[kX], storage, quantizedOutput, layer.hasInput(kResidual), 16);
-    cudnnHandle_t handle = cudnnHandleForThread(device.ordinal);
-    auto graph = cachedConvGraph(handle, problem, layer.describe());
-    if (!graph) return {};
-    const size_t budget = size_t(std::max(1, inputs.candidateBudget));
-    for (const EngineChoice& choice : graph->rankedEngines(budget)) {
-      auto executable = cachedConvPlan(handle, *graph, problem, choice);
-      if (!executable) continue;
+    auto offer = [&](std::string id, std::vector<uint8_t> payload, const Resolved& r) {
       Tactic& t = tactics.emplace_back();
-      t.id = (plan.fp8 ? kFp8Prefix : kInt8Prefix) + layer.attrString(quantized::kFloatStorage, "fp32") + ".c" +
-             std::to_string(tactics.size() - 1);
-      t.payload = choice.serialize();
+      t.id = std::move(id);
+      t.payload = std::move(payload);
       t.takesChannelsLast = true;
       // The workspace covers linear neighbours too (the copies), whatever formats the plan gives.
-      t.workspaceBytes = layoutOf({problem, executable}, inputs.dims[kX], xType, Formats{}).total();
+      t.workspaceBytes = layoutOf(r, inputs.dims[kX], xType, Formats{}).total();
+    };
+    if (!refusal(layer, plan, quantizedOutput, false)) {
+      try {
+        cudnnHandle_t handle = cudnnHandleForThread(device.ordinal);
+        if (auto graph = cachedConvGraph(handle, problem, layer.describe())) {
+          const size_t budget = size_t(std::max(1, inputs.candidateBudget));
+          int configs = 0;
+          for (const EngineChoice& choice : graph->rankedEngines(budget))
+            if (auto executable = cachedConvPlan(handle, *graph, problem, choice))
+              offer((plan.fp8 ? kFp8Prefix : kInt8Prefix) + storageName + ".c" + std::to_string(configs++),
+                    choice.serialize(), {problem, executable});
+        }
+      } catch (const Error&) {  // cuDNN has none: Kiln's kernel and cuBLASLt remain
+      }
     }
+    // Kiln's own kernel, a tactic per tile.
+    if (!refusal(layer, plan, quantizedOutput, true))
+      for (const k::Int8ConvTile tile : kilnConvTiles(problem, device.properties.major * 10 + device.properties.minor))
+        offer(kilnConvTacticId(plan.fp8, storageName, tile), {}, {problem, nullptr});
   } catch (const Error&) {
     return {};  // the layer keeps the cuBLASLt tactics
   }
