@@ -79,15 +79,20 @@ struct QuantizedWeights {
 };
 
 // `w` seen as [outer, channels, inner], each channel quantized with its own scale: int8 with amax /
-// 127 (round half to even, saturated, as the activations), fp8 with amax / 448.
+// 127 (round half to even, saturated, as the activations), fp8 with amax / 448. `oneScale`: every
+// channel gets the whole tensor's scale (still one value per channel), as fp8 products' weights
+// have it: e4m3 keeps 3 significant bits at any magnitude, so a tensor scale costs little accuracy,
+// and cuBLASLt's fp8 GEMMs with a scalar dequantization are the fast ones (with per-column scales
+// it offers one slow algorithm on sm_90).
 QuantizedWeights quantizeChannels(const HostTensor& w, int64_t outer, int64_t channels, int64_t inner,
-                                  Precision precision, float factor = 1.0f) {
+                                  Precision precision, float factor = 1.0f, bool oneScale = false) {
   const float* v = w.data<float>();
   std::vector<float> amax(size_t(channels), 0.0f);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t i = 0; i < inner; ++i)
         amax[size_t(c)] = std::max(amax[size_t(c)], std::fabs(v[(o * channels + c) * inner + i]));
+  if (oneScale) std::fill(amax.begin(), amax.end(), *std::max_element(amax.begin(), amax.end()));
   const bool fp8 = precision == Precision::kFP8;
   const float largest = fp8 ? kernels::kE4M3Max : 127.0f;
   std::vector<float> scales(static_cast<size_t>(channels));
@@ -197,7 +202,8 @@ class QuantizeLayersPass final : public Pass {
       const int64_t columns = weights->rank() >= 2 ? weights->dims().back() : 1;
       addWeights(network, b, precision,
                  fp4 ? quantizeFp4(*weights, 0)
-                     : quantizeChannels(*weights, weights->elementCount() / columns, columns, 1, precision),
+                     : quantizeChannels(*weights, weights->elementCount() / columns, columns, 1, precision, 1.0f,
+                                        precision == Precision::kFP8),
                  q);
     } else if (form == Form::kMatMul) {
       q.inputs[quantized::kWeightScaleInput] = activationScale(network, b, precision);
@@ -207,7 +213,9 @@ class QuantizeLayersPass final : public Pass {
       const int64_t columns = kn.dim(1);
       const float alpha = base.attrFloat("alpha", 1.0f);
       addWeights(network, b, precision,
-                 fp4 ? quantizeFp4(kn, 0, alpha) : quantizeChannels(kn, kn.dim(0), columns, 1, precision, alpha), q);
+                 fp4 ? quantizeFp4(kn, 0, alpha)
+                     : quantizeChannels(kn, kn.dim(0), columns, 1, precision, alpha, precision == Precision::kFP8),
+                 q);
       if (const std::string c = inputOf(layer, 2); !c.empty()) {
         const HostTensor perColumn = gemmColumnBias(*float32Constant(network, c), base.attrFloat("beta", 1.0f), columns);
         q.inputs[2] = uniqueTensorName(network, layer.name + ":bias");

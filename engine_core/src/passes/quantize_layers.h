@@ -3,6 +3,7 @@
 // Gemm layers (plain or fused) can become quantized layers and in which precision, and the pass
 // that replaces them by kiln.QuantizedConv / kiln.QuantizedMatMul with the calibrated activation
 // scales and quantized weights (int8 / fp8 per channel, symmetric: scale = amax / 127 or / 448;
+// an fp8 MatMul's / Gemm's one for the whole tensor;
 // fp4 as NVFP4, see ops/quantized.cpp).
 #include "pass.h"
 

@@ -74,9 +74,17 @@ std::optional<cublasLtEpilogue_t> fusedEpilogueOf(const Layer& layer, const Quan
 }
 
 // How a fused product takes its per-channel scales: cuBLASLt's outer-vector scales on the weights
-// alone, or on both operands (the activations' all ones) where it takes them only in pairs. Stored
-// as the algorithm's variant; 0: no fused product.
-enum FusedScales : uint32_t { kNotFused = 0, kColumnScales = 1, kColumnAndRowScales = 2 };
+// alone, or on both operands (the activations' all ones) where it takes them only in pairs, or as
+// the product's alpha where every channel has the same one (fp8 MatMul weights have one scale for
+// the tensor: then cuBLASLt offers its whole list of fp8 GEMMs, not one). Stored as the
+// algorithm's variant; 0: no fused product.
+enum FusedScales : uint32_t { kNotFused = 0, kColumnScales = 1, kColumnAndRowScales = 2, kUniformScale = 3 };
+
+// Whether every channel's dequantization multiplier is the same.
+bool uniform(const std::vector<float>& multipliers) {
+  return !multipliers.empty() &&
+         std::all_of(multipliers.begin(), multipliers.end(), [&](float m) { return m == multipliers.front(); });
+}
 
 // The product into int32 / fp32 sums, or (with a fused epilogue) straight into the output.
 GemmShape gemmShapeOf(const QuantizedGemmPlan& plan, int64_t rows, std::optional<cublasLtEpilogue_t> fused,
@@ -89,7 +97,7 @@ GemmShape gemmShapeOf(const QuantizedGemmPlan& plan, int64_t rows, std::optional
   g.compute = plan.fp8 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32I;
   if (fused) {
     g.epilogue = *fused;
-    g.columnScales = true;
+    g.columnScales = scales != kUniformScale;
     g.rowScales = scales == kColumnAndRowScales;
   }
   return g;
@@ -223,7 +231,8 @@ class QuantizedGemmStep : public CudaStep {
       const void* residual = hasResidual_ ? input(args, kResidual) : nullptr;
       entry.gemm->setColumnScales(static_cast<const float*>(multipliers_.get()));
       entry.gemm->setRowScales(static_cast<const float*>(entry.rowOnes.get()));
-      entry.gemm->run(cublasLtHandle(device_), entry.algo, 1.0f, operand, weights_.get(), residual ? 1.0f : 0.0f,
+      const float alpha = fusedScales_ == kUniformScale ? plan_.multipliers.front() : 1.0f;
+      entry.gemm->run(cublasLtHandle(device_), entry.algo, alpha, operand, weights_.get(), residual ? 1.0f : 0.0f,
                       residual ? residual : args.outputs[0].data, args.outputs[0].data, narrowBias_.get(),
                       workspace + l.cublasAt(), entry.cublasBytes, stream_, name_);
       return;
@@ -334,7 +343,8 @@ std::vector<Tactic> quantizedTactics(const Layer& layer, Precision, const LayerI
     // The fused product first, in the first scale form cuBLASLt takes (it answers INVALID_VALUE
     // for one it lacks), then the product into sums.
     if (fused)
-      for (const FusedScales scales : {kColumnScales, kColumnAndRowScales}) {
+      for (const FusedScales scales : {kUniformScale, kColumnScales, kColumnAndRowScales}) {
+        if (scales == kUniformScale && !uniform(plan.multipliers)) continue;
         try {
           if (offer(scales)) break;
         } catch (const Error&) {  // cuBLASLt lacks this scale form: the next one
