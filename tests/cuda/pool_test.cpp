@@ -272,7 +272,7 @@ void forEachGlobalRun(Fn&& fn) {
       {GlobalPoolKind::kMax, cpu::GlobalPoolKind::kMax},
       {GlobalPoolKind::kLp, cpu::GlobalPoolKind::kLp}};
   for (int64_t spatial : {1, 7, 49, 1001, 5000})
-    for (auto [n, c] : {std::pair<int64_t, int64_t>{1, 1}, {2, 3}, {3, 33}, {1, 70}})
+    for (auto [n, c] : {std::pair<int64_t, int64_t>{1, 1}, {2, 3}, {3, 33}, {1, 70}, {2, 144}, {1, 40}})
       for (auto [kind, cpuKind] : kinds)
         if (spatial < 5000 || n * c < 10)  // large planes (a block each): few are enough
           for (PoolLayout layout : {PoolLayout::kChannelsFirst, PoolLayout::kChannelsLast})

@@ -74,7 +74,8 @@ __global__ void mapPairSimpleKernel(const A* a, const B* b, Out* out, int64_t n,
 }
 
 template <class A, class B, class Out, class F>
-__global__ void mapPairIndexedKernel(const A* a, const B* b, Out* out, int64_t n, BroadcastIndexer<2> indexer, F f) {
+__global__ void mapPairIndexedKernel(const A* a, const B* b, Out* out, int64_t n,
+                                     const __grid_constant__ BroadcastIndexer<2> indexer, F f) {
   KILN_GRID_STRIDE_LOOP(i, n) {
     int64_t offsets[2];
     indexer.offsets(i, offsets);
@@ -86,8 +87,9 @@ __global__ void mapPairIndexedKernel(const A* a, const B* b, Out* out, int64_t n
 // (stride 1) or repeated (stride 0) along it: one offset computation per pack, 16-byte loads of the
 // dense inputs. A per-channel scale on a channels-last map ([N, HW, C] times [N, 1, C]) is this case.
 template <int W, class A, class B, class Out, class F>
-__global__ void mapPairIndexedPackedKernel(const A* a, const B* b, Out* out, int64_t packs, BroadcastIndexer<2> indexer,
-                                           bool aDense, bool bDense, F f) {
+__global__ void mapPairIndexedPackedKernel(const A* a, const B* b, Out* out, int64_t packs,
+                                           const __grid_constant__ BroadcastIndexer<2> indexer, bool aDense,
+                                           bool bDense, F f) {
   KILN_GRID_STRIDE_LOOP(p, packs) {
     int64_t offsets[2];
     indexer.offsets(p * W, offsets);
@@ -179,7 +181,7 @@ __global__ void mapTripleSimpleKernel(const A* a, const B* b, const C* c, Out* o
 
 template <class A, class B, class C, class Out, class F>
 __global__ void mapTripleIndexedKernel(const A* a, const B* b, const C* c, Out* out, int64_t n,
-                                       BroadcastIndexer<3> indexer, F f) {
+                                       const __grid_constant__ BroadcastIndexer<3> indexer, F f) {
   KILN_GRID_STRIDE_LOOP(i, n) {
     int64_t offsets[3];
     indexer.offsets(i, offsets);

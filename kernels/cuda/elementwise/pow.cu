@@ -20,7 +20,7 @@ __global__ void powSimpleKernel(const T* base, const void* exponent, ElementType
 
 template <class T>
 __global__ void powIndexedKernel(const T* base, const void* exponent, ElementType exponentType, T* out, int64_t n,
-                                 BroadcastIndexer<2> indexer) {
+                                 const __grid_constant__ BroadcastIndexer<2> indexer) {
   KILN_GRID_STRIDE_LOOP(i, n) {
     int64_t offsets[2];
     indexer.offsets(i, offsets);

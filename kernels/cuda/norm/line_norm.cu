@@ -51,7 +51,8 @@ __device__ __forceinline__ int64_t elementOffset(const LineShape& s, int64_t i) 
 }
 
 template <class T>
-__global__ void __launch_bounds__(kReduceBlockThreads) lpNormKernel(const T* x, T* y, LineShape s, bool l1) {
+__global__ void __launch_bounds__(kReduceBlockThreads)
+    lpNormKernel(const T* x, T* y, const __grid_constant__ LineShape s, bool l1) {
   using A = ComputeType<T>;
   __shared__ A shared[kReduceBlockThreads];
   const LineLanes g(s);
@@ -76,7 +77,8 @@ __global__ void __launch_bounds__(kReduceBlockThreads) lpNormKernel(const T* x, 
 }
 
 template <class T>
-__global__ void __launch_bounds__(kReduceBlockThreads) meanVarianceKernel(const T* x, T* y, LineShape s) {
+__global__ void __launch_bounds__(kReduceBlockThreads)
+    meanVarianceKernel(const T* x, T* y, const __grid_constant__ LineShape s) {
   using A = ComputeType<T>;
   __shared__ A shared[kReduceBlockThreads];
   const LineLanes g(s);

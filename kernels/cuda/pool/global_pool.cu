@@ -2,8 +2,10 @@
 
 #include <kernels/cuda/common/device_types.cuh>
 #include <kernels/cuda/common/launch.cuh>
+#include <kernels/cuda/common/vector_pack.cuh>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -110,6 +112,67 @@ __global__ void channelsLastKernel(const T* __restrict__ x, T* __restrict__ y, i
   }
 }
 
+// Channels-last with whole 16-byte packs of V channels a pixel: a thread reads one pack per
+// position (several loads in flight, unrolled), threads along x take neighbouring packs and along y
+// slices of the positions; the slices meet in shared memory. The scalar kernel above reads 2-4
+// bytes a thread and leaves the memory system mostly idle (EfficientNet's squeeze-and-excitation
+// pools at batch 128 ran at a third of the bandwidth).
+constexpr int kPackedThreads = 512;
+
+template <class T, int V>
+__global__ void __launch_bounds__(kPackedThreads)
+    channelsLastPackedKernel(const T* __restrict__ x, T* __restrict__ y, int64_t channels,
+                             GlobalReduce<GlobalAcc<T>> r) {
+  using Acc = GlobalAcc<T>;
+  __shared__ Acc partial[kPackedThreads * V];
+  const int64_t groups = channels / V, n = blockIdx.y;
+  const int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  Acc acc[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = r.init();
+  if (g < groups) {
+    const T* base = x + n * r.spatial * channels + g * V;
+#pragma unroll 4
+    for (int64_t s = threadIdx.y; s < r.spatial; s += blockDim.y) {
+      const Pack<T, V> in = loadPack<T, V>(base + s * channels, 0);
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[v] = r.combine(acc[v], r.lift(Acc(toCompute(in.v[v]))));
+    }
+  }
+  Acc* mine = partial + (threadIdx.y * blockDim.x + threadIdx.x) * V;
+#pragma unroll
+  for (int v = 0; v < V; ++v) mine[v] = acc[v];
+  __syncthreads();
+  if (threadIdx.y != 0 || g >= groups) return;
+  for (unsigned slice = 1; slice < blockDim.y; ++slice) {
+    const Acc* other = partial + (slice * blockDim.x + threadIdx.x) * V;
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = r.combine(acc[v], other[v]);
+  }
+  Pack<T, V> out;
+#pragma unroll
+  for (int v = 0; v < V; ++v) out.v[v] = fromAcc<T>(r.finish(acc[v]));
+  *reinterpret_cast<Pack<T, V>*>(y + n * channels + g * V) = out;
+}
+
+template <class T>
+bool launchPackedChannelsLast(const T* x, T* y, int64_t batch, int64_t channels, const GlobalReduce<GlobalAcc<T>>& r,
+                              cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    constexpr int V = 16 / int(sizeof(T));
+    const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    if (channels % V != 0 || !aligned(x) || !aligned(y) || batch > 65535) return false;
+    const int64_t groups = channels / V;
+    const unsigned tx = unsigned(std::min<int64_t>(groups, kWarp));
+    const dim3 block(tx, kPackedThreads / tx);
+    const dim3 grid(unsigned((groups + tx - 1) / tx), unsigned(batch));
+    channelsLastPackedKernel<T, V><<<grid, block, 0, stream>>>(x, y, channels, r);
+    return true;
+  }
+}
+
 }  // namespace
 
 cudaError_t globalPool(GlobalPoolKind kind, const void* x, void* y, int64_t batch, int64_t channels, int64_t spatial,
@@ -124,7 +187,9 @@ cudaError_t globalPool(GlobalPoolKind kind, const void* x, void* y, int64_t batc
     const GlobalReduce<Acc> r{kind, Acc(p), spatial};
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);
-    if (layout == PoolLayout::kChannelsLast) {
+    if (layout == PoolLayout::kChannelsLast && launchPackedChannelsLast<T>(in, out, batch, channels, r, stream)) {
+      return launchStatus();
+    } else if (layout == PoolLayout::kChannelsLast) {
       const dim3 grid(unsigned(std::min<int64_t>((channels + kChannelsPerBlock - 1) / kChannelsPerBlock, 65535)),
                       unsigned(std::min<int64_t>(batch, 65535)));
       channelsLastKernel<T><<<grid, dim3(kChannelsPerBlock, kSpatialSlices), 0, stream>>>(in, out, batch, channels, r);

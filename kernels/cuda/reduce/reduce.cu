@@ -64,8 +64,8 @@ struct CombineFn {
 // `shifts` (split second pass) or, unsplit, finds the maximum first.
 template <class T, Combine C>
 __global__ void __launch_bounds__(kReduceBlockThreads)
-    reduceKernel(const T* in, T* out, ComputeType<T>* partials, const ComputeType<T>* shifts, ReduceShape shape,
-                 ReduceKind kind) {
+    reduceKernel(const T* in, T* out, ComputeType<T>* partials, const ComputeType<T>* shifts,
+                 const __grid_constant__ ReduceShape shape, ReduceKind kind) {
   using A = ComputeType<T>;
   __shared__ A shared[kReduceBlockThreads];
   const bool row = shape.rowMode;
