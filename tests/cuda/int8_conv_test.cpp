@@ -3,11 +3,12 @@
 // channels 16 / 48 / 64 (a 64-byte stage spanning taps), output channels 16..144 (partial channel
 // tiles), 1x1 stride 1 and 2, 3x3 pad 1 stride 1 and 2, dilation 2, 7x7 stride 2 pad 3; bias,
 // residual before or after ReLU; float32 / float16 / bfloat16 / int8 / e4m3 outputs; every tile
-// config. int8 sums are exact, and the epilogue is the CPU's arithmetic (two roundings, then the
-// output's one, quant_math.h's quantization), so int8 layers match bit for bit; fp8 sums are fp32
-// in the tensor cores' order, within a tiny tolerance. A failure prints the case, the first
-// mismatches (n, p, q, k) and the largest error. Int8ConvTiming prints the kernel's time and TOPS
-// at ResNet-50's shapes (informational, no assertion).
+// config; y 16-byte aligned (vector stores) or only pair-aligned (element-wise). int8 sums are
+// exact, and the epilogue is the CPU's arithmetic (two roundings, then the output's one,
+// quant_math.h's quantization), so int8 layers match bit for bit; fp8 sums are fp32 in the tensor
+// cores' order, within a tiny tolerance. A failure prints the case, the first mismatches (n, p, q,
+// k) and the largest error. Int8ConvTiming prints the kernel's time and TOPS at ResNet-50's shapes
+// (informational, no assertion).
 #include "cuda/device_buffer.h"
 #include "cuda/gpu_test_support.h"
 
@@ -41,6 +42,7 @@ struct Variant {
   bool bias = true, relu = false;
   Residual residual = Residual::kNone;
   Int8ConvTile tile = Int8ConvTile::k128x128;
+  bool unalignedY = false;  // y a pair past a 16-byte boundary: the epilogue's element-wise stores
 };
 
 int64_t outDim(int64_t in, const ConvCase& c) { return (in + 2 * c.pad - c.dilation * (c.r - 1) - 1) / c.stride + 1; }
@@ -51,7 +53,8 @@ std::string describe(const ConvCase& c, const Variant& v) {
          std::to_string(c.w) + "," + std::to_string(c.c) + "] K " + std::to_string(c.k) + " " + std::to_string(c.r) +
          "x" + std::to_string(c.r) + " stride " + std::to_string(c.stride) + " pad " + std::to_string(c.pad) +
          " dilation " + std::to_string(c.dilation) + " -> " + toString(v.yType) + (v.bias ? ", bias" : "") +
-         (v.relu ? ", relu" : "") + residuals[int(v.residual)] + ", tile " + toString(v.tile);
+         (v.relu ? ", relu" : "") + residuals[int(v.residual)] + ", tile " + toString(v.tile) +
+         (v.unalignedY ? ", y unaligned" : "");
 }
 
 // A random operand byte: int8 in [-127, 127] or an e4m3 code of magnitude below 4 (no NaN).
@@ -130,7 +133,8 @@ Outcome checkCase(const ConvCase& c, const Variant& v, uint32_t seed) {
   const float outputScale = 1.0f / 64;  // 8-bit outputs: values within about +-2
 
   DeviceBuffer dX(x), dW(w), dM(multipliers), dB(bias), dR(residual);
-  DeviceBuffer dY(size_t(rows * c.k) * bytesOf(v.yType));
+  const size_t yOffset = v.unalignedY ? 2 * bytesOf(v.yType) : 0;
+  DeviceBuffer dY(yOffset + size_t(rows * c.k) * bytesOf(v.yType));
   Int8ConvProblem pr;
   pr.x = dX.data(), pr.w = dW.data(), pr.fp8 = v.fp8;
   pr.batch = c.n, pr.inH = c.h, pr.inW = c.w, pr.channels = c.c, pr.outH = p, pr.outW = q, pr.outChannels = c.k;
@@ -145,8 +149,10 @@ Outcome checkCase(const ConvCase& c, const Variant& v, uint32_t seed) {
   pr.activation = v.relu ? cpu::Activation::kRelu : cpu::Activation::kNone;
   pr.outputScale = outputScale;
   EXPECT_TRUE(int8ConvTakes(pr)) << int8ConvRefusal(pr);
-  EXPECT_EQ(int8Conv(pr, v.tile, dY.data(), v.yType, nullptr), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
-  const std::vector<uint8_t> y = dY.download();
+  EXPECT_EQ(int8Conv(pr, v.tile, dY.as<uint8_t>() + yOffset, v.yType, nullptr), cudaSuccess)
+      << cudaGetErrorString(cudaGetLastError());
+  std::vector<uint8_t> y = dY.download();
+  y.erase(y.begin(), y.begin() + std::ptrdiff_t(yOffset));
 
   Outcome o;
   const size_t yBytes = bytesOf(v.yType);
@@ -263,6 +269,17 @@ TEST(Int8Conv, EpiloguesMatchHostReference) {
         v.yType = y, v.residual = r, v.relu = relu, v.tile = Int8ConvTile::k128x64;
         checkCase({1, 9, 9, 32, 32, 3, 1, 1, 1}, v, ++seed);
       }
+}
+
+// y only pair-aligned (as the API allows): the epilogue stores element by element instead of 16 bytes.
+TEST(Int8Conv, UnalignedOutputMatchesHostReference) {
+  KILN_REQUIRE_GPU();
+  uint32_t seed = 400;
+  for (ElementType y : {ElementType::kFloat32, ElementType::kFloat16, ElementType::kInt8}) {
+    Variant v;
+    v.yType = y, v.residual = Residual::kAfter, v.relu = true, v.tile = Int8ConvTile::k64x64, v.unalignedY = true;
+    checkCase({1, 9, 9, 32, 80, 3, 1, 1, 1}, v, ++seed);
+  }
 }
 
 TEST(Int8Conv, RefusesWhatItCannotCompute) {

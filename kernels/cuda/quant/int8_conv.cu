@@ -29,12 +29,17 @@ struct Tile {
   static constexpr int kAChunks = kRows * kChunks / kThreads, kBChunks = kColumns * kChunks / kThreads;
   static constexpr int kRowStep = kThreads / kChunks;  // rows between a thread's chunks
   static constexpr int kStageBytes = (kRows + kColumns) * kTileK;
-  static constexpr int kSharedBytes = kStages * kStageBytes;
+  // The epilogue stages the block's sums (4 bytes each) in the pipeline's shared memory, rows padded
+  // by 8 words: a half-warp's 8-byte writes (rows g..g+3, columns 2t) then hit distinct banks.
+  static constexpr int kSumStride = kColumns + 8;
+  static constexpr int kSumBytes = kRows * kSumStride * 4;
+  static constexpr int kPipelineBytes = kStages * kStageBytes;
+  static constexpr int kSharedBytes = kPipelineBytes > kSumBytes ? kPipelineBytes : kSumBytes;
   static_assert(kTilesM >= 1 && kTilesN >= 2 && kTilesN % 2 == 0, "whole 16 x 16 ldmatrix tiles of B");
   static_assert(kAChunks * kThreads == kRows * kChunks && kBChunks * kThreads == kColumns * kChunks,
                 "the tiles in whole chunks a thread");
 };
-using Large = Tile<128, 128, 2, 4, 4, 2>;  // 64 KiB of shared memory
+using Large = Tile<128, 128, 2, 4, 4, 2>;  // 68 KiB of shared memory (the epilogue's staged sums)
 using Wide = Tile<128, 64, 4, 2, 4, 2>;    // 48 KiB
 using Small = Tile<64, 64, 2, 2, 4, 4>;    // 32 KiB
 using Tall = Tile<256, 64, 4, 2, 4, 2>;    // 80 KiB
@@ -195,14 +200,6 @@ __device__ __forceinline__ float finish(const ConvArgs& p, float v, float multip
   return v;
 }
 
-template <class Pair, class T>
-__device__ __forceinline__ void storePair(void* y, size_t at, T v0, T v1) {
-  Pair pair;
-  std::memcpy(&pair, &v0, sizeof(T));
-  std::memcpy(reinterpret_cast<char*>(&pair) + sizeof(T), &v1, sizeof(T));
-  *reinterpret_cast<Pair*>(static_cast<T*>(y) + at) = pair;
-}
-
 // Block b: pixel tile b / columnBlocks, channel tile b % columnBlocks (the tiles of one pixel block
 // run together and share its input rows in L2).
 template <class C, bool kFp8, Out kOut>
@@ -312,28 +309,68 @@ __global__ void __launch_bounds__(C::kThreads, kFp8 ? 1 : C::kMinBlocks)
   }
   waitCopies<0>();  // no copy outlives the block (the last groups are empty)
 
-  using Y = typename OutType<kOut>::T;
-  using Pair = std::conditional_t<sizeof(Y) == 4, float2, std::conditional_t<sizeof(Y) == 2, uint32_t, uint16_t>>;
+  // The epilogue in two steps, so that the stores are coalesced: the warps put their sums in shared
+  // memory (the fragments' pairs of columns), then each thread takes kVector consecutive channels of
+  // a pixel (16 bytes of Y), finishes them and stores them (and reads their residual) together.
+  __syncthreads();  // every warp is done with the stages
+  Acc* const sums = reinterpret_cast<Acc*>(stages);
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
-  for (int tn = 0; tn < C::kTilesN; ++tn) {
-    const int column = n0 + warpColumn + tn * 8 + 2 * t;
-    if (column >= p.outChannels) continue;  // outChannels is even: column + 1 is in too
-    const float m0v = p.multipliers[column], m1v = p.multipliers[column + 1];
-    const float b0 = p.bias ? p.bias[column] : 0.0f, b1 = p.bias ? p.bias[column + 1] : 0.0f;
+  for (int tm = 0; tm < C::kTilesM; ++tm)
 #pragma unroll
-    for (int tm = 0; tm < C::kTilesM; ++tm)
+    for (int tn = 0; tn < C::kTilesN; ++tn)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int row = m0 + warpRow + tm * 16 + g + h * 8;
-        if (row >= p.rows) continue;
-        const size_t at = size_t(row) * size_t(p.outChannels) + size_t(column);
-        float r0 = 0, r1 = 0;
-        if (p.residual) loadResidualPair(p, at, r0, r1);
-        const float v0 = finish(p, float(acc[tm][tn][2 * h]), m0v, b0, r0);
-        const float v1 = finish(p, float(acc[tm][tn][2 * h + 1]), m1v, b1, r1);
-        storePair<Pair>(p.y, at, storeValue<kOut>(v0, p), storeValue<kOut>(v1, p));
+        using Two = std::conditional_t<kFp8, float2, int2>;  // one 8-byte store
+        const Two two{acc[tm][tn][2 * h], acc[tm][tn][2 * h + 1]};
+        *reinterpret_cast<Two*>(sums + (warpRow + tm * 16 + g + h * 8) * C::kSumStride + warpColumn + tn * 8 + 2 * t) =
+            two;
       }
+  __syncthreads();
+
+  using Y = typename OutType<kOut>::T;
+  constexpr int kVector = 16 / int(sizeof(Y));  // divides 16, so K (a multiple of 16) ends a vector
+  constexpr int kRowThreads = C::kColumns / kVector, kRowsAPass = C::kThreads / kRowThreads;
+  static_assert(kRowThreads <= C::kThreads && C::kThreads % kRowThreads == 0, "whole rows a pass");
+  const int localColumn = (tid % kRowThreads) * kVector, column = n0 + localColumn;
+  if (column >= p.outChannels) return;  // a partial channel tile
+  float multiplier[kVector], bias[kVector];
+#pragma unroll
+  for (int j = 0; j < kVector; ++j) {
+    multiplier[j] = p.multipliers[column + j];
+    bias[j] = p.bias ? p.bias[column + j] : 0.0f;
+  }
+  // y is only pair-aligned at the API: 16-byte stores where it is 16-byte aligned (y's rows, K
+  // elements, and the vectors' starts are 16-byte multiples from there).
+  const bool vectorStores = reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
+  for (int localRow = tid / kRowThreads; localRow < C::kRows; localRow += kRowsAPass) {
+    const int row = m0 + localRow;
+    if (row >= p.rows) break;
+    const size_t at = size_t(row) * size_t(p.outChannels) + size_t(column);
+    const Acc* const rowSums = sums + localRow * C::kSumStride + localColumn;
+    Acc v[kVector];
+#pragma unroll
+    for (int q = 0; q < kVector / 4; ++q) {
+      const uint4 four = reinterpret_cast<const uint4*>(rowSums)[q];
+      std::memcpy(&v[4 * q], &four, 16);
+    }
+    Y values[kVector];
+#pragma unroll
+    for (int j = 0; j < kVector; j += 2) {
+      float r0 = 0, r1 = 0;
+      if (p.residual) loadResidualPair(p, at + size_t(j), r0, r1);
+      values[j] = storeValue<kOut>(finish(p, float(v[j]), multiplier[j], bias[j], r0), p);
+      values[j + 1] = storeValue<kOut>(finish(p, float(v[j + 1]), multiplier[j + 1], bias[j + 1], r1), p);
+    }
+    Y* const y = static_cast<Y*>(p.y) + at;
+    if (vectorStores) {
+      uint4 vector;
+      std::memcpy(&vector, values, 16);
+      *reinterpret_cast<uint4*>(y) = vector;
+    } else {
+#pragma unroll
+      for (int j = 0; j < kVector; ++j) y[j] = values[j];
+    }
   }
 #endif
 }

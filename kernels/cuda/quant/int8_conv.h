@@ -6,8 +6,9 @@
 // 8-bit (int8 values or e4m3 codes) with Cp a multiple of 16, so a 16-byte chunk of a row lies in
 // one tap (r, s); a padded pixel reads as 0 (symmetric quantization: x = 0 is q = 0, e4m3 0 is the
 // byte 0). int8 sums are exact in int32 (mma.sync m16n8k32 s8, sm_80 on), fp8 ones in fp32 (m16n8k32
-// e4m3, sm_89 on: a launch elsewhere is refused at the tactic). The epilogue runs on the sums in
-// registers, with the arithmetic of dequantizeEpilogue (quantized_gemm.h) and the CPU:
+// e4m3, sm_89 on: a launch elsewhere is refused at the tactic). The epilogue stages the sums in shared
+// memory and stores 16-byte vectors of a pixel's channels, with the arithmetic of dequantizeEpilogue
+// (quantized_gemm.h) and the CPU:
 //   v = float(acc) * multipliers[k] (+ bias[k]) (+ residual) ; v = act(v) (+ residual)
 // written as float32 / float16 / bfloat16, or as int8 / e4m3 quantize(v, outputScale, outputZero)
 // (quant_math.h). Y and the residual are [N, P, Q, K] (channels-last), K a multiple of 16.
