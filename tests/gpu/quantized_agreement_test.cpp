@@ -170,13 +170,12 @@ TEST(QuantizedAgreement, CudnnInt8GraphConvolutions) {
       }
 }
 
-// Two symmetric int8 convolutions in a chain: the first writes int8 (ChainInt8Activations) from its
-// cuDNN graph (rounded and saturated there) and the second reads it as its operand, NHWC, as it is.
-TEST(QuantizedAgreement, CudnnInt8GraphChainPassesInt8Between) {
-  KILN_REQUIRE_CUDA_BACKEND();
+// Two symmetric int8 3x3 convolutions with ReLU in a chain ("conv0", "conv1"; the first writes int8
+// by ChainInt8Activations), input "x" of kChainInput's dims: the model's bytes.
+const std::vector<int64_t> kChainInput{2, 16, 12, 10};
+auto int8ConvChainModel() {
   ModelBuilder mb(17);
-  const std::vector<int64_t> x{2, 16, 12, 10};
-  mb.input("x", kFloat, x).output("y");
+  mb.input("x", kFloat, kChainInput).output("y");
   QdqWriter q(mb, QdqStyle::kSymmetricInt8);
   std::string in = "x";
   for (int i = 0; i < 2; ++i) {
@@ -189,6 +188,14 @@ TEST(QuantizedAgreement, CudnnInt8GraphChainPassesInt8Between) {
     mb.node("Relu", {"c" + n}, {i == 1 ? "y" : "r" + n}, "relu" + n);
     in = "r" + n;
   }
+  return mb.bytes();
+}
+
+// Two symmetric int8 convolutions in a chain: the first writes int8 (ChainInt8Activations) from its
+// cuDNN graph (rounded and saturated there) and the second reads it as its operand, NHWC, as it is.
+TEST(QuantizedAgreement, CudnnInt8GraphChainPassesInt8Between) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const auto model = int8ConvChainModel();
   for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
     SCOPED_TRACE(toString(precision));
     test::AgreementOptions options;
@@ -200,7 +207,7 @@ TEST(QuantizedAgreement, CudnnInt8GraphChainPassesInt8Between) {
     // fp16-rounded values, so some land one step away from the CPU's, and the second int8 layer
     // carries that on: 1.2e-5 measured, held to the fp16 bound of the fp8 layers.
     options.nmseTolerance = precision == Precision::kFP32 ? 1e-6 : 5e-5;
-    const test::Agreement a = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(x, 54)}}, options);
+    const test::Agreement a = test::expectBackendsAgree(model, {{"x", test::randomFloats(kChainInput, 54)}}, options);
     test::expectNoFailedTactics(a);
     int64_t graphs = 0;
     for (const LayerSummary& l : a.gpuLayers)
@@ -245,21 +252,7 @@ TEST(QuantizedAgreement, KilnInt8ConvKernel) {
 // y_scale and rounded as the CPU does) and the second reads it as its operand, NHWC, as it is.
 TEST(QuantizedAgreement, KilnInt8ConvChainPassesInt8Between) {
   KILN_REQUIRE_CUDA_BACKEND();
-  ModelBuilder mb(17);
-  const std::vector<int64_t> x{2, 16, 12, 10};
-  mb.input("x", kFloat, x).output("y");
-  QdqWriter q(mb, QdqStyle::kSymmetricInt8);
-  std::string in = "x";
-  for (int i = 0; i < 2; ++i) {
-    const std::string n = std::to_string(i);
-    const std::string xq = q.activation(in, i == 0 ? -2.0f : 0.0f, 2.0f);
-    const std::string wq = q.weights("w" + n, test::randomFloats({32, i == 0 ? 16 : 32, 3, 3}, 50 + i, -0.3f, 0.3f), 0);
-    const std::string b = q.bias("b" + n, test::randomFloats({32}, 52 + i), xq, wq);
-    auto& conv = mb.node("Conv", {xq, wq, b}, {"c" + n}, "conv" + n);
-    ModelBuilder::setInts(conv, "pads", {1, 1, 1, 1});
-    mb.node("Relu", {"c" + n}, {i == 1 ? "y" : "r" + n}, "relu" + n);
-    in = "r" + n;
-  }
+  const auto model = int8ConvChainModel();
   for (Precision precision : {Precision::kFP32, Precision::kFP16}) {
     for (int tile : {1, 3}) {
       const std::string tactic = std::string("kiln.int8conv.") + toString(precision) + ".t" + std::to_string(tile);
@@ -271,7 +264,7 @@ TEST(QuantizedAgreement, KilnInt8ConvChainPassesInt8Between) {
       // values, so some land one int8 step away and the second layer carries that on (as the cuDNN
       // chain's bound).
       options.nmseTolerance = precision == Precision::kFP32 ? 1e-6 : 5e-5;
-      const test::Agreement a = test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(x, 54)}}, options);
+      const test::Agreement a = test::expectBackendsAgree(model, {{"x", test::randomFloats(kChainInput, 54)}}, options);
       test::expectNoFailedTactics(a);
       int64_t kernels = 0;
       for (const LayerSummary& l : a.gpuLayers)

@@ -13,6 +13,7 @@
 #include "flash_attention.h"
 
 #include "kernels/cuda/common/launch.cuh"
+#include "kernels/cuda/common/warp_matrix.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -69,46 +70,14 @@ struct FlashArgs {
 #if defined(KILN_CUDA_EMULATION)
 // The host emulator (scripts/cuda_emulation) runs the warp-wide instructions by their PTX layouts.
 __device__ __forceinline__ void copyAsync16(void* shared, const void* global) { std::memcpy(shared, global, 16); }
-__device__ __forceinline__ void commitCopies() {}
-template <int kPending>
-__device__ __forceinline__ void waitCopies() {}
-__device__ __forceinline__ void loadMatrices(uint32_t (&r)[4], const Bits* row) { kiln_emu::loadMatrices(r, row, false); }
-__device__ __forceinline__ void loadMatricesTransposed(uint32_t (&r)[4], const Bits* row) {
-  kiln_emu::loadMatrices(r, row, true);
-}
 template <class T>
 __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   kiln_emu::mma16816(c, a, b0, b1, !std::is_same_v<T, __half>);
 }
 __device__ __forceinline__ float exp2Approx(float x) { return exp2f(x); }
 #else
-__device__ __forceinline__ uint32_t sharedAddress(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 __device__ __forceinline__ void copyAsync16(void* shared, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sharedAddress(shared)), "l"(global) : "memory");
-}
-__device__ __forceinline__ void commitCopies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void waitCopies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-// Four 8x8 matrices of 16-bit elements; lane l gives the address of row l % 8 of matrix l / 8 and
-// receives of matrix i, in r[i], the pair at row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 (with
-// .trans: rows 2 (l % 4) and 2 (l % 4) + 1 of column l / 4).
-__device__ __forceinline__ void loadMatrices(uint32_t (&r)[4], const Bits* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(sharedAddress(row))
-               : "memory");
-}
-__device__ __forceinline__ void loadMatricesTransposed(uint32_t (&r)[4], const Bits* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(sharedAddress(row))
-               : "memory");
 }
 
 // c (16x8, fp32) += a (16x16, row-major) · b (16x8, column-major). Lane l = 4g + t holds of a the

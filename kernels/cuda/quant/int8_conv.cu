@@ -4,6 +4,7 @@
 
 #include <kernels/cuda/common/device_types.cuh>
 #include <kernels/cuda/common/launch.cuh>
+#include <kernels/cuda/common/warp_matrix.cuh>
 #include <kernels/cuda/elementwise/fused_activation.cuh>
 
 #include <cstring>
@@ -78,40 +79,16 @@ __device__ __forceinline__ void copyChunk(uint8_t* shared, const uint8_t* global
   else
     std::memset(shared, 0, 16);
 }
-__device__ __forceinline__ void commitCopies() {}
-template <int kPending>
-__device__ __forceinline__ void waitCopies() {}
-__device__ __forceinline__ void loadMatrices(uint32_t (&r)[4], const uint8_t* row) {
-  kiln_emu::loadMatrices(r, reinterpret_cast<const uint16_t*>(row), false);
-}
 template <class Acc>
 __device__ __forceinline__ void mma(Acc (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   kiln_emu::mma16832(c, a, b[0], b[1]);
 }
 #else
-__device__ __forceinline__ uint32_t sharedAddress(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // 16 bytes global -> shared, bypassing L1; a chunk outside the image or the reduction is zero-filled
 // (source size 0: nothing is read, the address only has to be one).
 __device__ __forceinline__ void copyChunk(uint8_t* shared, const uint8_t* global, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sharedAddress(shared)), "l"(global),
                "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void commitCopies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void waitCopies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-// Four 8x8 matrices of 16-bit elements (here 8 rows x 16 bytes): lane l gives the address of row
-// l % 8 of matrix l / 8 and receives of matrix i, in r[i], row l / 4's bytes 4 (l % 4) .. + 3.
-__device__ __forceinline__ void loadMatrices(uint32_t (&r)[4], const uint8_t* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(sharedAddress(row))
                : "memory");
 }
 
