@@ -55,6 +55,18 @@ constexpr ElementType elementTypeOf() {
   else return ElementType::kFloat8E5M2;
 }
 
+// The value of 16-bit float bits as a kernel wrote them: fp16, or bf16 where `type` says so.
+inline float halfBitsValue(ElementType type, uint16_t bits) {
+  if (type == ElementType::kFloat16) {
+    Float16 h;
+    h.bits = bits;
+    return float(h);
+  }
+  BFloat16 b;
+  b.bits = bits;
+  return float(b);
+}
+
 template <class T>
 double toDouble(T v) {
   if constexpr (kIsCpuNarrowFloat<T>) return double(float(v));

@@ -6,6 +6,7 @@
 // weights rounded once into the activations' type, as the kernel rounds them (tight: only fp32
 // accumulation order and the output's rounding differ), and the CPU's fp32 int4MatMul (loose by
 // the weights' rounding).
+#include "cuda/cuda_test_util.h"
 #include "cuda/device_buffer.h"
 #include "cuda/gpu_test_support.h"
 
@@ -60,17 +61,6 @@ float roundTo(ElementType type, float v, uint16_t* bits = nullptr) {
   }
   const cpu::BFloat16 b(v);
   if (bits) *bits = b.bits;
-  return float(b);
-}
-
-float valueOf(ElementType type, uint16_t bits) {
-  if (type == ElementType::kFloat16) {
-    cpu::Float16 h;
-    h.bits = bits;
-    return float(h);
-  }
-  cpu::BFloat16 b;
-  b.bits = bits;
   return float(b);
 }
 
@@ -141,7 +131,7 @@ void checkCase(const GemmCase& c, ElementType type, bool asymmetric, Epilogue ep
       const double b = bias[size_t(n)], r = residual[size_t(m * c.n + n)];
       const double exact = finishReference(sum, epilogue, b, r);
       const double roundingFree = finishReference(double(cpuY[size_t(m * c.n + n)]), epilogue, b, r);
-      const double got = valueOf(type, y[size_t(m * c.n + n)]);
+      const double got = halfBitsValue(type, y[size_t(m * c.n + n)]);
       // One rounding of the output (half an ulp, an ulp allowed) plus fp32 accumulation in any order
       // (the activations' slopes are at most 1.13) and the activation's fp32 evaluation.
       const double tight = step * std::fabs(exact) + 1.2 * (1e-5 * magnitude + 1e-6) + 1e-6 * std::fabs(exact);

@@ -9,6 +9,7 @@
 // cores' order, within a tiny tolerance. A failure prints the case, the first mismatches (n, p, q,
 // k) and the largest error. Int8ConvTiming prints the kernel's time and TOPS at ResNet-50's shapes
 // (informational, no assertion).
+#include "cuda/cuda_test_util.h"
 #include "cuda/device_buffer.h"
 #include "cuda/gpu_test_support.h"
 
@@ -90,14 +91,7 @@ float loadFloat(ElementType t, const uint8_t* at) {
   }
   uint16_t bits;
   std::memcpy(&bits, at, 2);
-  if (t == ElementType::kFloat16) {
-    cpu::Float16 h;
-    h.bits = bits;
-    return float(h);
-  }
-  cpu::BFloat16 b;
-  b.bits = bits;
-  return float(b);
+  return halfBitsValue(t, bits);
 }
 
 // The output element's value as the test reads it (8-bit outputs: their quantized value).
