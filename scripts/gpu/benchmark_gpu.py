@@ -207,7 +207,7 @@ def kiln(args, name, batch, precision, inputs, onnx_path, work):
     if os.path.exists(cache):
         os.remove(cache)
     build = [args.kiln, "build", onnx_path, "--backend", "cuda", "--save", plan, "--timing-cache", cache,
-             "--opt-level", str(args.opt_level)]
+             "--opt-level", str(args.opt_level), "--export-report", os.path.join(args.out, tag + ".report.json")]
     if precision in ("fp16", *QUANTIZED):
         build.append("--fp16")
     if precision == "int4":

@@ -5,6 +5,7 @@
 #include "../../common/elementwise_ops.h"
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
+#include "../workspace_math.h"
 
 #include <kernels/cuda/elementwise/binary.h>
 #include <kernels/cuda/elementwise/unary.h>
@@ -42,55 +43,78 @@ std::vector<int64_t> asRank4(std::vector<int64_t> d) {
   return d;
 }
 
+// The layout of a binary layer's tensors: input k and the output channels-last as bound.
+struct BinaryFormats {
+  bool in[2] = {false, false};
+  bool out = false;
+};
+
 class BinaryStep : public CudaStep {
  public:
   BinaryStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
       : CudaStep(layer, tactic, signature, device),
         op_(*binaryOpOf(layer)),
-        channelsLast_(tactic.inputFormat(0) == TensorFormat::kNHWC) {}
+        formats_{{tactic.inputFormat(0) == TensorFormat::kNHWC, tactic.inputFormat(1) == TensorFormat::kNHWC},
+                 tactic.outputFormat == TensorFormat::kNHWC} {}
 
-  // A channels-last A with a B that has more than one pixel: B re-laid out channels-last first.
-  uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
-    if (!channelsLast_ || inputs.size() < 2 || !bNeedsRelayout(inputs[1].dims)) return 0;
-    return uint64_t(inputs[1].elementCount()) * kernels::cuda::elementBytes(elementType(inputs[1]));
+  // An input whose layout is not the output's (and whose bytes differ between layouts) is re-laid
+  // out into the workspace first.
+  uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const override {
+    if (inputs.size() < 2 || outputs.empty()) return 0;
+    uint64_t bytes = 0;
+    for (size_t k = 0; k < 2; ++k)
+      if (needsRelayout(k, inputs[k].dims, outputs[0].dims))
+        bytes += alignUp(uint64_t(inputs[k].elementCount()) * kernels::cuda::elementBytes(elementType(inputs[k])));
+    return bytes;
   }
 
   void enqueue(const StepArgs& args, Stream& stream) const override {
-    const TensorView &a = args.inputs[0], &b = args.inputs[1], &out = args.outputs[0];
-    // Before opset 7 B broadcasts along `axis` (and PRelu's slope along the channels), as on the CPU.
-    std::vector<int64_t> aDims = a.dims, bDims = alignLegacyBroadcast(layer_, a.dims.size(), b.dims), outDims = out.dims;
-    const void* bData = input(args, 1);
-    if (channelsLast_) {  // A and the output are [N, H, W, C] in memory; B is linear
-      aDims = channelsLastOrder(aDims);
-      outDims = channelsLastOrder(outDims);
-      const std::vector<int64_t> b4 = asRank4(bDims);
-      if (bNeedsRelayout(b.dims)) {
-        check(k::nchwToNhwc(bData, args.workspace, b4[0], b4[1], b4[2], b4[3], elementType(b), streamOf(stream)),
-              "re-laying out its second input");
-        bData = args.workspace;
+    const TensorView& out = args.outputs[0];
+    const bool channelsLast = outputChannelsLast(out.dims);
+    std::vector<int64_t> dims[2] = {args.inputs[0].dims,
+                                    alignLegacyBroadcast(layer_, args.inputs[0].dims.size(), args.inputs[1].dims)};
+    const void* data[2] = {input(args, 0), input(args, 1)};
+    char* workspace = static_cast<char*>(args.workspace);
+    for (size_t k = 0; k < 2; ++k) {
+      if (needsRelayout(k, args.inputs[k].dims, out.dims)) {
+        const std::vector<int64_t> d = asRank4(dims[k]);
+        const k::ElementType type = elementType(args.inputs[k]);
+        check(channelsLast ? k::nchwToNhwc(data[k], workspace, d[0], d[1], d[2], d[3], type, streamOf(stream))
+                           : k::nhwcToNchw(data[k], workspace, d[0], d[1], d[2], d[3], type, streamOf(stream)),
+              k == 0 ? "re-laying out its first input" : "re-laying out its second input");
+        data[k] = workspace;
+        workspace += alignUp(uint64_t(args.inputs[k].elementCount()) * k::elementBytes(type));
       }
-      bDims = channelsLastOrder(b4);  // one pixel: the same bytes in both layouts
+      // [N, C, H, W] as laid out channels-last; one pixel or one channel: the same bytes either way.
+      if (channelsLast) dims[k] = channelsLastOrder(asRank4(dims[k]));
     }
-    check(k::launchBinary(op_, input(args, 0), aDims, bData, bDims, out.data, outDims, elementType(a),
+    const std::vector<int64_t> outDims = channelsLast ? channelsLastOrder(out.dims) : out.dims;
+    check(k::launchBinary(op_, data[0], dims[0], data[1], dims[1], out.data, outDims, elementType(args.inputs[0]),
                           streamOf(stream)));
   }
 
  private:
-  bool bNeedsRelayout(const std::vector<int64_t>& dims) const {
-    const std::vector<int64_t> b4 = asRank4(alignLegacyBroadcast(layer_, 4, dims));
-    return b4[2] * b4[3] > 1 && b4[1] > 1;
+  bool outputChannelsLast(const std::vector<int64_t>& outDims) const { return formats_.out && outDims.size() == 4; }
+
+  // Whether input k's bytes are not laid out as the output's: bound in the other layout, with more
+  // than one pixel and more than one channel.
+  bool needsRelayout(size_t k, const std::vector<int64_t>& dims, const std::vector<int64_t>& outDims) const {
+    const bool inLast = formats_.in[k] && dims.size() == 4;
+    if (inLast == outputChannelsLast(outDims) || dims.size() > 4) return false;
+    const std::vector<int64_t> d = asRank4(k == 0 ? dims : alignLegacyBroadcast(layer_, outDims.size(), dims));
+    return d[2] * d[3] > 1 && d[1] > 1;
   }
 
   kernels::BinaryOp op_;
-  bool channelsLast_;
+  BinaryFormats formats_;
 };
 
-// Add, Sub, Mul and Div read a 4-D A channels-last (and write their output so): a
-// squeeze-and-excitation scale ([N, C, 1, 1] times the feature map) keeps MobileNet's and
-// EfficientNet's channels-last chains whole. B stays linear.
+// Add, Sub, Mul and Div read 4-D inputs channels-last (and write their output so): a
+// squeeze-and-excitation scale (the [N, C, 1, 1] scale times the feature map, in either order)
+// keeps MobileNet's and EfficientNet's channels-last chains whole.
 std::vector<size_t> arithmeticChannelsLastInputs(const Layer& layer, const std::string&) {
   if (layer.inputs.size() != 2 || (layer.opsetVersion > 0 && layer.opsetVersion < 7)) return {};
-  return {0};
+  return {0, 1};
 }
 
 class PowStep : public CudaStep {

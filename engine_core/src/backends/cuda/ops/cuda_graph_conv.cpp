@@ -3,10 +3,12 @@
 // cuDNN's fused engines take NHWC tensors with channels a multiple of 8 (16-byte vectors): the
 // filter is re-laid out once to KRSC with its input channels padded by zeros to that multiple, and
 // an input with fewer channels (an RGB stem) is re-laid out with the same zero padding in the
-// workspace. An input, residual or output the plan keeps linear goes through the workspace as
-// NHWC too, so the step is right whatever formats the plan gives it; the engine's channels-last
-// chains (CudaBackend::tensorFormats) make those copies rare. Whatever part of the epilogue a
-// config cannot fuse runs after it as Kiln's elementwise kernels on the NHWC result.
+// workspace. Output channels off that multiple (a squeeze-and-excitation reduction to 6 or 20
+// channels) get zero filters and bias up to it: the graph writes the wider result into the
+// workspace and the layer's channels are copied out (else only cuDNN's legacy API, 10x slower there). An input,
+// residual or output the plan keeps linear goes through the workspace as NHWC too, so the step is right whatever
+// formats the plan gives it; the engine's channels-last chains (CudaBackend::tensorFormats) make those copies rare.
+// Whatever part of the epilogue a config cannot fuse runs after it as Kiln's elementwise kernels on the NHWC result.
 #include "graph_conv.h"
 
 #include "../../../ops/fused.h"
@@ -48,10 +50,10 @@ ConvGraphProblem problemOf(const Layer& layer, const ConvSpec& spec, const std::
   const kernels::ConvShape shape = forwardConvShape(spec.base, x, w);
   if (shape.group != 1 || x[1] != w[1])
     throw Error(ErrorCode::kUnsupported, layer.describe() + ": grouped convolutions are not fused by cuDNN's graph");
-  if (w[0] % 8 != 0)
-    throw Error(ErrorCode::kUnsupported,
-                layer.describe() + ": " + std::to_string(w[0]) + " output channels are not a multiple of 8");
-  ConvGraphProblem p = convGraphGeometry(shape, x, w[0], paddedChannels(x[1]));
+  if (w[0] % 8 != 0 && spec.hasResidual)
+    throw Error(ErrorCode::kUnsupported, layer.describe() + ": " + std::to_string(w[0]) +
+                                             " output channels (not a multiple of 8) with a residual");
+  ConvGraphProblem p = convGraphGeometry(shape, x, paddedChannels(w[0]), paddedChannels(x[1]));
   p.type = spec.storage;
   p.bias = spec.hasBias;
   p.residual = spec.hasResidual;
@@ -105,13 +107,16 @@ Resolved resolve(const Layer& layer, const ConvSpec& spec, const std::vector<int
                                            "; build this layer with another tactic (--precision fp32 for it)");
 }
 
-// Workspace: epilogue scratch, the re-laid-out input, residual and output, then cuDNN's.
+// Workspace: epilogue scratch, the re-laid-out input, residual and output (the graph's, with any
+// padded channels; then the layer's channels alone where a linear output is re-laid out from them),
+// then cuDNN's.
 struct WorkspaceLayout {
-  uint64_t scratch = 0, x = 0, residual = 0, y = 0, cudnn = 0;
+  uint64_t scratch = 0, x = 0, residual = 0, y = 0, narrowed = 0, cudnn = 0;
   uint64_t xAt() const { return scratch; }
   uint64_t residualAt() const { return xAt() + x; }
   uint64_t yAt() const { return residualAt() + residual; }
-  uint64_t cudnnAt() const { return yAt() + y; }
+  uint64_t narrowedAt() const { return yAt() + y; }
+  uint64_t cudnnAt() const { return narrowedAt() + narrowed; }
   uint64_t total() const { return cudnnAt() + cudnn; }
 };
 
@@ -124,7 +129,13 @@ Formats formatsOf(const Tactic& tactic) {
           tactic.outputFormat == TensorFormat::kNHWC};
 }
 
-WorkspaceLayout layoutOf(const Resolved& r, const std::vector<int64_t>& x, const Formats& formats) {
+// Whether a re-laid-out linear output goes through an NHWC copy of the layer's channels alone.
+bool narrowsThenRelayouts(const ConvGraphProblem& p, int64_t outChannels, const Formats& formats) {
+  return p.y[1] != outChannels && !formats.y && p.y[2] * p.y[3] > 1;
+}
+
+WorkspaceLayout layoutOf(const Resolved& r, const std::vector<int64_t>& x, int64_t outChannels,
+                         const Formats& formats) {
   const ConvGraphProblem& p = r.problem;
   const uint64_t element = byteSize(p.type);
   WorkspaceLayout l;
@@ -132,23 +143,26 @@ WorkspaceLayout layoutOf(const Resolved& r, const std::vector<int64_t>& x, const
     l.scratch = alignUp(ElementwiseEpilogue::scratchBytes(p.epilogue, elementCount(p.y), p.type));
   if (!formats.x || p.x[1] != x[1]) l.x = alignUp(uint64_t(elementCount(p.x)) * element);
   if (p.residual && !formats.residual) l.residual = alignUp(uint64_t(elementCount(p.y)) * element);
-  if (!formats.y) l.y = alignUp(uint64_t(elementCount(p.y)) * element);
+  if (!formats.y || p.y[1] != outChannels) l.y = alignUp(uint64_t(elementCount(p.y)) * element);
+  if (narrowsThenRelayouts(p, outChannels, formats))
+    l.narrowed = alignUp(uint64_t(elementCount(p.y) / p.y[1] * outChannels) * element);
   l.cudnn = alignUp(r.plan->workspaceBytes());
   return l;
 }
 
-// W [K, C, R, S] as KRSC with C padded by zeros to `channels`, in `type`.
-HostTensor channelsLastFilter(const HostTensor& w, int64_t channels, DataType type) {
+// W [K, C, R, S] as KRSC with C padded by zeros to `channels` and K by zero filters to
+// `outChannels`, in `type`.
+HostTensor channelsLastFilter(const HostTensor& w, int64_t channels, int64_t outChannels, DataType type) {
   const auto& d = w.dims();
   const int64_t k = d[0], c = d[1], plane = d[2] * d[3];
   std::vector<float> wide(size_t(w.elementCount()));
   convertFloatStorage(w.dtype(), w.rawData(), DataType::kFloat32, wide.data(), w.elementCount());
-  std::vector<float> out(size_t(k * plane * channels), 0.0f);
+  std::vector<float> out(size_t(outChannels * plane * channels), 0.0f);
   for (int64_t o = 0; o < k; ++o)
     for (int64_t i = 0; i < c; ++i)
       for (int64_t s = 0; s < plane; ++s)
         out[size_t((o * plane + s) * channels + i)] = wide[size_t((o * c + i) * plane + s)];
-  HostTensor result(type, {k, d[2], d[3], channels});
+  HostTensor result(type, {outChannels, d[2], d[3], channels});
   convertFloatStorage(DataType::kFloat32, out.data(), type, result.rawData(), int64_t(out.size()));
   return result;
 }
@@ -179,14 +193,26 @@ class GraphConvStep : public CudaStep {
     const HostTensor* w = weight(kConvW);
     if (!w || w->dims().size() != 4)
       throw Error(ErrorCode::kInvalidArgument, name_ + ": a cuDNN graph tactic needs a constant 4-D filter");
-    const HostTensor filter = channelsLastFilter(*w, paddedChannels(w->dims()[1]), spec_.storage);
+    outChannels_ = w->dims()[0];
+    const int64_t graphChannels = paddedChannels(outChannels_);
+    const HostTensor filter = channelsLastFilter(*w, paddedChannels(w->dims()[1]), graphChannels, spec_.storage);
     filter_ = DeviceCopy(device.allocator, filter.rawData(), filter.byteSize());
+    if (graphChannels != outChannels_ && spec_.hasBias) {  // the graph reads a bias of its own width
+      const HostTensor* bias = weight(kConvBias);
+      if (!bias || bias->elementCount() != outChannels_)
+        throw Error(ErrorCode::kInvalidArgument, name_ + ": " + std::to_string(outChannels_) +
+                                                     " output channels (not a multiple of 8) need a constant bias of "
+                                                     "that many values for a cuDNN graph tactic");
+      std::vector<float> padded(size_t(graphChannels), 0.0f);
+      convertFloatStorage(bias->dtype(), bias->rawData(), DataType::kFloat32, padded.data(), outChannels_);
+      paddedBias_ = deviceVector(device.allocator, padded, spec_.storage);
+    }
   }
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
     if (inputs.size() < 2 || inputs[kConvX].dims.size() != 4 || elementCount(inputs[kConvX].dims) == 0) return 0;
     const Resolved r = resolve(layer_, spec_, inputs[kConvX].dims, inputs[kConvW].dims, payload_, 16, device_.ordinal);
-    return layoutOf(r, inputs[kConvX].dims, formats_).total();
+    return layoutOf(r, inputs[kConvX].dims, outChannels_, formats_).total();
   }
 
   std::unique_ptr<StepState> createState() const override { return std::make_unique<GraphConvState>(); }
@@ -197,7 +223,7 @@ class GraphConvStep : public CudaStep {
     const TensorView& out = args.outputs[0];
     if (elementCount(out.dims) == 0) return;
     const void* residual = spec_.hasResidual ? input(args, kConvResidual) : nullptr;
-    const void* bias = spec_.hasBias ? input(args, kConvBias) : nullptr;
+    const void* bias = !spec_.hasBias ? nullptr : paddedBias_ ? paddedBias_.get() : input(args, kConvBias);
     const ShapeEntry& entry = shapeFor(*state, args, alignmentOf({input(args, kConvX), out.data, residual, bias}));
     const ConvGraphProblem& p = entry.resolved.problem;
     const WorkspaceLayout& l = entry.layout;
@@ -245,7 +271,18 @@ class GraphConvStep : public CudaStep {
       work.residualAfter = p.leavesResidual() && !before ? residual : nullptr;
       epilogue_.apply(y, {p.y[0], p.y[2], p.y[3], p.y[1]}, work, workspace, s);
     }
-    if (l.y) check(k::nhwcToNchw(y, out.data, p.y[0], p.y[1], p.y[2], p.y[3], type, s), "re-laying out its output");
+    if (p.y[1] != outChannels_) {  // the layer's channels of the graph's padded ones
+      const size_t element = k::elementBytes(type), pixels = size_t(p.y[0] * p.y[2] * p.y[3]);
+      void* narrowed = l.narrowed ? workspace + l.narrowedAt() : out.data;
+      check(cudaMemcpy2DAsync(narrowed, size_t(outChannels_) * element, y, size_t(p.y[1]) * element,
+                              size_t(outChannels_) * element, pixels, cudaMemcpyDeviceToDevice, s),
+            "copying out its channels");
+      if (l.narrowed)
+        check(k::nhwcToNchw(narrowed, out.data, p.y[0], outChannels_, p.y[2], p.y[3], type, s),
+              "re-laying out its output");
+    } else if (l.y) {
+      check(k::nhwcToNchw(y, out.data, p.y[0], p.y[1], p.y[2], p.y[3], type, s), "re-laying out its output");
+    }
   }
 
  private:
@@ -258,10 +295,12 @@ class GraphConvStep : public CudaStep {
     entry->alignment = alignment;
     entry->resolved = resolve(layer_, spec_, x, args.inputs[kConvW].dims, payload_, alignment, device_.ordinal);
     const ConvGraphProblem& p = entry->resolved.problem;
-    if (p.y != args.outputs[0].dims)
-      throw Error(ErrorCode::kInternal, name_ + ": its convolution makes " + dimsToString(p.y) + " but the output is " +
-                                            dimsToString(args.outputs[0].dims));
-    entry->layout = layoutOf(entry->resolved, x, formats_);
+    std::vector<int64_t> made = p.y;
+    made[1] = outChannels_;
+    if (made != args.outputs[0].dims)
+      throw Error(ErrorCode::kInternal, name_ + ": its convolution makes " + dimsToString(made) +
+                                            " but the output is " + dimsToString(args.outputs[0].dims));
+    entry->layout = layoutOf(entry->resolved, x, outChannels_, formats_);
     if (args.workspaceBytes < entry->layout.total())
       throw Error(ErrorCode::kInternal, name_ + ": its workspace of " + std::to_string(args.workspaceBytes) +
                                             " bytes is smaller than the " + std::to_string(entry->layout.total()) +
@@ -277,6 +316,8 @@ class GraphConvStep : public CudaStep {
   Payload payload_;
   Formats formats_;
   DeviceCopy filter_;
+  int64_t outChannels_ = 0;  // the layer's; the graph's are padded to a multiple of 8
+  DeviceCopy paddedBias_;    // the bias padded so, where they differ
   std::string name_;
 };
 
@@ -295,6 +336,8 @@ std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, co
     if (spec.transpose || (spec.storage != DataType::kFloat16 && spec.storage != DataType::kBFloat16)) return {};
     cudnnHandle_t handle = cudnnHandleForThread(device.ordinal);
     const std::vector<int64_t>&x = inputs.dims[kConvX], &w = inputs.dims[kConvW];
+    // Output channels padded to the graph's multiple of 8 need the bias as a constant to pad too.
+    if (w[0] % 8 != 0 && spec.hasBias && (inputs.weights.size() <= kConvBias || !inputs.weights[kConvBias])) return {};
     // The most fused graph cuDNN takes, its configs the candidates; then the convolution alone with
     // Kiln's kernels doing the epilogue, since cuDNN's runtime-fusion engines can lose to its
     // precompiled convolutions plus one elementwise pass (only timing tells).
@@ -314,7 +357,7 @@ std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, co
         t.payload = encode({ConvFusion(f), choice});
         t.takesChannelsLast = true;
         // The workspace covers linear neighbours too (the copies), whatever formats the plan gives.
-        t.workspaceBytes = layoutOf(r, x, Formats{}).total();
+        t.workspaceBytes = layoutOf(r, x, w[0], Formats{}).total();
       }
       if (fusedFound) break;
       fusedFound = tactics.size() > before;
