@@ -197,6 +197,24 @@ TEST_F(TacticSelection, ALoneCandidateIsTakenWithoutTiming) {
   EXPECT_EQ(cache.size(), 0u);
 }
 
+// A tactic the backend lists as unavailable (a kiln.Pointwise body NVRTC cannot take) is only
+// reported, last, with the reason: never timed, never chosen, even when it comes first.
+TEST_F(TacticSelection, UnavailableTacticsAreReportedNotTimed) {
+  Tactic unavailable{"fake.generated"};
+  unavailable.unavailable = "its body's Mod has no generated code";
+  FakeBackend backend({{unavailable, 0.1}, {{"fake.a"}, 2.0}, {{"fake.b"}, 1.0}});
+  TimingCache cache;
+  TacticChoice choice = select(backend, cache);
+  EXPECT_EQ(choice.tactic, "fake.b");
+  ASSERT_EQ(choice.candidates.size(), 3u);
+  EXPECT_EQ(choice.candidates.back().tactic, "fake.generated");
+  EXPECT_EQ(choice.candidates.back().status, "unavailable: its body's Mod has no generated code");
+  EXPECT_EQ(backend.runs.count("fake.generated"), 0u);
+
+  FakeBackend alone({{unavailable, 0.1}});
+  EXPECT_THROW(select(alone, cache), Error);
+}
+
 TEST_F(TacticSelection, ATacticThatFailsIsNoCandidate) {
   FakeBackend backend({{{"fake.broken"}, 0.1, true}, {{"fake.working"}, 4.0}});
   TimingCache cache;
