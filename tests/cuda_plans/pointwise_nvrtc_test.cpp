@@ -6,7 +6,7 @@
 #include "backends/cuda/ops/pointwise_codegen.h"
 #include "backends/cuda/ops/pointwise_launch.h"
 #include "backends/cuda/ops/pointwise_nvrtc.h"
-#include "runtime/precision_convert.h"
+#include "cuda_plans/pointwise_bodies.h"
 
 #include <kiln/error.h>
 #include <kiln/network.h>
@@ -19,62 +19,9 @@ using namespace kiln::cuda;
 
 namespace {
 
-class BodyBuilder {
- public:
-  BodyBuilder& input(const std::string& name, std::vector<int64_t> dims, DataType type = DataType::kFloat32) {
-    net_.addInput(name, type, Shape::fromDims(dims));
-    return *this;
-  }
-  BodyBuilder& constant(const std::string& name, HostTensor value) {
-    net_.addConstant(name, std::move(value));
-    return *this;
-  }
-  BodyBuilder& layer(const std::string& op, std::vector<std::string> inputs, const std::string& output,
-                     std::map<std::string, Attribute> attributes = {}, int64_t opset = 17) {
-    Layer l;
-    l.name = output + "_" + op;
-    l.opType = op;
-    l.opsetVersion = opset;
-    l.inputs = std::move(inputs);
-    l.outputs = {output};
-    l.attributes = std::move(attributes);
-    net_.addLayer(std::move(l));
-    return *this;
-  }
-  // The body as the step types it for a precision storing float32 as `storage`: every float32
-  // tensor and constant narrowed.
-  Network done(const std::string& output, DataType storage = DataType::kFloat32) {
-    net_.markOutput(output);
-    net_.inferShapes();
-    for (const std::string& name : net_.tensorNames()) {
-      Tensor& t = net_.tensor(name);
-      if (t.dtype != DataType::kFloat32 || storage == DataType::kFloat32) continue;
-      if (t.constant) t.constant = narrowInPlace(*t.constant, storage);
-      t.dtype = storage;
-    }
-    return net_;
-  }
+using test::BodyBuilder;
 
- private:
-  Network net_;
-};
-
-// x * sigmoid(x) + y, GELU's tanh form and HardSwish in one body.
-Network deepBody(DataType type) {
-  return BodyBuilder()
-      .input("x", {2, 7})
-      .input("y", {7})
-      .constant("k", HostTensor::scalar<float>(1.25f))
-      .constant("bias", HostTensor::fromVector<float>({7}, {1, 2, 3, 4, 5, 6, 7}))
-      .layer("Sigmoid", {"x"}, "s")
-      .layer("Mul", {"x", "s"}, "swish")
-      .layer("Add", {"swish", "y"}, "sum")
-      .layer("Gelu", {"sum"}, "gelu", {{"approximate", std::string("tanh")}}, 20)
-      .layer("HardSwish", {"gelu"}, "hs")
-      .layer("Mul", {"hs", "k"}, "scaled")
-      .layer("Add", {"scaled", "bias"}, "out")
-      .done("out", type);
-}
+Network deepBody(DataType type) { return test::swishGeluHardSwishBody(2, 7).done("out", type); }
 
 PointwiseKernel generated(const Network& body) {
   PointwiseCodegen g = generatePointwiseKernel(body);
