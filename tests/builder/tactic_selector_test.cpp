@@ -213,6 +213,14 @@ TEST_F(TacticSelection, UnavailableTacticsAreReportedNotTimed) {
 
   FakeBackend alone({{unavailable, 0.1}});
   EXPECT_THROW(select(alone, cache), Error);
+  TacticSelector selector(backend, cache, 1 << 20, {}, TacticSearch::forLevel(3));
+  try {
+    selector.select(network_, network_.layers()[0], Precision::kFP32, {{"x", {2, 4}}, {"y", {2, 4}}}, {{"x", {8, 4}}},
+                    {}, "fake.generated");
+    FAIL() << "forcing an unavailable tactic was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no generated code"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(TacticSelection, ATacticThatFailsIsNoCandidate) {

@@ -242,6 +242,10 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
     unavailable.push_back({t.id, -1, "unavailable: " + t.unavailable, 0});
     return true;
   });
+  for (const TacticCandidate& c : unavailable)
+    if (c.tactic == forced)
+      throw Error(ErrorCode::kInvalidArgument,
+                  layer.describe() + ": the forced tactic '" + forced + "' is " + c.status);
   if (candidates.empty())
     throw Error(ErrorCode::kInternal, layer.describe() + " has no usable tactic (" + unavailable.front().status + ")");
   TacticChoice choice = chooseAmong(network, layer, precision, optShapes, candidates, likelyInputFormats, forced);

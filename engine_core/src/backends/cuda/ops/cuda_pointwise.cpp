@@ -3,7 +3,8 @@
 //   (pointwise_codegen.cpp) and compiled with NVRTC for this GPU while the builder lists tactics;
 //   the cubin travels in the plan as the tactic's payload (pointwise_nvrtc_step.cpp). It reads and
 //   writes channels-last 4-D tensors too. Bodies the generator refuses (integer math, ops it lacks)
-//   get no such tactic; `kiln build --tactic-sources -nvrtc` switches it off.
+//   get no such tactic (the build report lists it as "unavailable: <why>");
+//   `kiln build --tactic-sources -nvrtc` switches it off.
 // - cuda.kiln.pointwise.<precision>: the body's elementwise layers one by one with the CUDA steps
 //   those ops have on their own (kernels/cuda/elementwise), intermediates in this step's workspace
 //   (first fit; a buffer is free again once its last reader has run), linear layout only.

@@ -110,6 +110,10 @@ bool isNvrtcPointwiseTactic(const std::string& id) { return id.rfind(kTacticPref
 
 std::optional<Tactic> nvrtcPointwiseTactic(const Layer& layer, Precision precision, const Network& body,
                                            CudaDevice& device, std::string* refusal) {
+#ifdef KILN_CUDA_EMULATION  // scripts/cuda_emulation runs kernels on the host, never a cubin
+  if (refusal) *refusal = "the CUDA emulator runs no NVRTC kernels";
+  return std::nullopt;
+#endif
   PointwiseCodegen generated = generatePointwiseKernel(body);
   if (!generated.kernel) {
     if (refusal) *refusal = generated.refusal;
