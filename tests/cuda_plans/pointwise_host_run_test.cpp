@@ -35,6 +35,7 @@ constexpr const char* kHostPrelude = R"(#include <math.h>
 #include <string.h>
 #define __device__
 #define __global__
+#define __grid_constant__
 #define __forceinline__ inline
 struct kp_uint3 { unsigned x, y, z; };
 static kp_uint3 threadIdx, blockIdx, blockDim, gridDim;

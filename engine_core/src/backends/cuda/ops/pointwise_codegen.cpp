@@ -420,7 +420,7 @@ class Generator {
     };
 
     // Packed: dense / scalar / per-channel inputs.
-    s << "extern \"C\" __global__ void " << kPointwisePackedKernel << "(const KpParams p) {\n"
+    s << "extern \"C\" __global__ void " << kPointwisePackedKernel << "(const __grid_constant__ KpParams p) {\n"
       << "  const long long packs = p.n / KP_PACK;\n"
       << "  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
       << "  const long long step = (long long)gridDim.x * blockDim.x;\n"
@@ -458,7 +458,7 @@ class Generator {
     // General: per-axis coordinates, in 32- or 64-bit index math.
     for (const auto& [name, index] : {std::pair<const char*, const char*>{kPointwiseGeneral32Kernel, "unsigned int"},
                                       {kPointwiseGeneral64Kernel, "long long"}}) {
-      s << "extern \"C\" __global__ void " << name << "(const KpParams p) {\n"
+      s << "extern \"C\" __global__ void " << name << "(const __grid_constant__ KpParams p) {\n"
         << "  typedef " << index << " I;\n"
         << "  const I n = (I)p.n;\n"
         << "  const int rank = (int)p.rank;\n"
@@ -466,7 +466,11 @@ class Generator {
         << "  for (I e = (I)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {\n"
         << "    I rest = e;\n";
       for (size_t k = 0; k < K; ++k) s << "    I at" << k << " = 0;\n";
-      s << "    for (int d = rank - 1; d >= 0; --d) {\n"
+      // Unrolled over the 8 axes a parameter block holds, innermost first: constant offsets into it.
+      s << "#pragma unroll\n"
+        << "    for (int j = 0; j < 8; ++j) {\n"
+        << "      const int d = 7 - j;\n"
+        << "      if (d >= rank) continue;\n"
         << "      const I extent = (I)p.dims[d], coordinate = rest % extent;\n"
         << "      rest /= extent;\n";
       for (size_t k = 0; k < K; ++k) s << "      at" << k << " += coordinate * (I)p.strides[" << k << "][d];\n";
