@@ -292,6 +292,23 @@ TEST(PointwiseHostRun, BoolsWhereAndCasts) {
   }
 }
 
+// A chain whose output is bool (stored as bytes 0 / 1), with IsNaN / IsInf / And / Or in it.
+TEST(PointwiseHostRun, BoolOutput) {
+  for (DataType storage : kStorages) {
+    SCOPED_TRACE(toString(storage));
+    const BodyBuilder body = BodyBuilder()
+                                 .input("a", {3, 1, 9})
+                                 .input("b", {4, 9})
+                                 .layer("Greater", {"a", "b"}, "gt")
+                                 .layer("IsNaN", {"a"}, "nan")
+                                 .layer("IsInf", {"b"}, "inf")
+                                 .layer("Or", {"nan", "inf"}, "odd")
+                                 .layer("Not", {"odd"}, "normal")
+                                 .layer("And", {"gt", "normal"}, "out");
+    expectKernelMatchesReference(body, storage, false, false, PointwiseKernelChoice::kGeneral32);
+  }
+}
+
 // Rounding, sign and periodic functions in fp32, where host and CPU agree to the bit.
 TEST(PointwiseHostRun, RoundingAndTrigonometry) {
   const BodyBuilder body = BodyBuilder()
