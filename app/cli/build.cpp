@@ -116,14 +116,16 @@ std::optional<OptimizationProfile> defaultProfile(const Network& network, Logger
 
 // "-cudnn,+cublaslt": the sources switched off (trtexec's --tacticSources, lower case).
 std::vector<std::string> parseTacticSources(const std::string& text) {
-  static const std::set<std::string> known = {"cudnn", "cublaslt", "cuda", "cpu"};
+  static const std::set<std::string> known = {"cudnn", "cublaslt", "cuda", "nvrtc", "cpu"};
   std::vector<std::string> off;
   std::stringstream items(text);
   for (std::string item; std::getline(items, item, ',');) {
     const std::string name = item.size() > 1 ? item.substr(1) : "";
     if ((item.empty() || (item[0] != '-' && item[0] != '+')) || !known.count(name))
-      throw Error(ErrorCode::kInvalidArgument, "--tactic-sources '" + text + "': each item is +SOURCE or -SOURCE, "
-                                               "SOURCE one of cudnn, cublaslt, cuda, cpu (e.g. -cudnn,+cublaslt)");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--tactic-sources '" + text +
+                      "': each item is +SOURCE or -SOURCE, "
+                      "SOURCE one of cudnn, cublaslt, cuda, nvrtc, cpu (e.g. -cudnn,+cublaslt)");
     std::erase(off, name);
     if (item[0] == '-') off.push_back(name);
   }
@@ -269,7 +271,7 @@ Command addBuildCommand(CLI::App& app) {
   sub->add_option("--workspace", o->workspace, "Scratch memory limit for tactics, e.g. 512M, 2G (default 1G)");
   sub->add_option("--timing-cache", o->timingCache, "Timing cache file, read and updated");
   sub->add_option("--tactic-sources", o->tacticSources,
-                  "Switch tactic sources off or on: -cudnn,+cublaslt (sources: cudnn, cublaslt, cuda, cpu)");
+                  "Switch tactic sources off or on: -cudnn,+cublaslt (sources: cudnn, cublaslt, cuda, nvrtc, cpu)");
   sub->add_option("--tactic-lock", o->tacticLock,
                   "Tactic lock file: replayed where it exists (no timing), else written with this build's choices");
   sub->add_flag("--strict-device", o->strictDevice,

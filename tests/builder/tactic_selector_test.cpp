@@ -197,6 +197,32 @@ TEST_F(TacticSelection, ALoneCandidateIsTakenWithoutTiming) {
   EXPECT_EQ(cache.size(), 0u);
 }
 
+// A tactic the backend lists as unavailable (a kiln.Pointwise body NVRTC cannot take) is only
+// reported, last, with the reason: never timed, never chosen, even when it comes first.
+TEST_F(TacticSelection, UnavailableTacticsAreReportedNotTimed) {
+  Tactic unavailable{"fake.generated"};
+  unavailable.unavailable = "its body's Mod has no generated code";
+  FakeBackend backend({{unavailable, 0.1}, {{"fake.a"}, 2.0}, {{"fake.b"}, 1.0}});
+  TimingCache cache;
+  TacticChoice choice = select(backend, cache);
+  EXPECT_EQ(choice.tactic, "fake.b");
+  ASSERT_EQ(choice.candidates.size(), 3u);
+  EXPECT_EQ(choice.candidates.back().tactic, "fake.generated");
+  EXPECT_EQ(choice.candidates.back().status, "unavailable: its body's Mod has no generated code");
+  EXPECT_EQ(backend.runs.count("fake.generated"), 0u);
+
+  FakeBackend alone({{unavailable, 0.1}});
+  EXPECT_THROW(select(alone, cache), Error);
+  TacticSelector selector(backend, cache, 1 << 20, {}, TacticSearch::forLevel(3));
+  try {
+    selector.select(network_, network_.layers()[0], Precision::kFP32, {{"x", {2, 4}}, {"y", {2, 4}}}, {{"x", {8, 4}}},
+                    {}, "fake.generated");
+    FAIL() << "forcing an unavailable tactic was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no generated code"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(TacticSelection, ATacticThatFailsIsNoCandidate) {
   FakeBackend backend({{{"fake.broken"}, 0.1, true}, {{"fake.working"}, 4.0}});
   TimingCache cache;

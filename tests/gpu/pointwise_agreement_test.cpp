@@ -1,5 +1,6 @@
 // CPU and CUDA engines agree on kiln.Pointwise, the fused elementwise trees (passes/
-// fuse_pointwise.cpp), which the CUDA backend runs op by op in its workspace: broadcasting chains
+// fuse_pointwise.cpp), which the CUDA backend runs as one NVRTC kernel or op by op in its
+// workspace (pointwise_nvrtc_agreement_test.cpp forces the former): broadcasting chains
 // with constants, bool and integer intermediates, Cast, Where and Clip inside, a long chain whose
 // intermediates share workspace, at odd sizes and batch 1, in fp32, fp16 and bf16. Each checks the
 // fused layer ran on the GPU.
@@ -43,25 +44,31 @@ TEST(PointwiseAgreement, BroadcastingChainWithConstants) {
     }
 }
 
+// Both tactics of the fused tree that ends in Clip: op by op, and one NVRTC kernel.
 TEST(PointwiseAgreement, BoolIntermediatesCastWhereAndClip) {
   KILN_REQUIRE_CUDA_BACKEND();
   for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{1, 17}, {3, 5, 7}, {1001}})
-    for (Precision precision : kPrecisions) {
-      SCOPED_TRACE(dimsToString(dims) + " " + toString(precision));
-      ModelBuilder mb(13);
-      mb.input("a", kFloat, dims).input("b", kFloat, {dims.back()}).output("y");
-      mb.initializer("lo", HostTensor::scalar<float>(-0.3f)).initializer("hi", HostTensor::scalar<float>(0.4f));
-      mb.node("Less", {"a", "b"}, {"less"}, "less");
-      mb.node("Not", {"less"}, {"not_less"}, "not");
-      ModelBuilder::setInt(mb.node("Cast", {"not_less"}, {"mask"}, "cast"), "to", kFloat);
-      mb.node("Mul", {"mask", "a"}, {"kept"}, "keep");
-      mb.node("Greater", {"kept", "b"}, {"greater"}, "greater");
-      mb.node("Where", {"greater", "kept", "b"}, {"chosen"}, "where");
-      mb.node("Clip", {"chosen", "lo", "hi"}, {"y"}, "clip");
-      const auto agreement = test::expectBackendsAgree(
-          mb.bytes(), {{"a", test::randomFloats(dims, 83)}, {"b", test::randomFloats({dims.back()}, 84)}}, precision);
-      expectFusedOnGpu(agreement);
-    }
+    for (Precision precision : kPrecisions)
+      for (const std::string tactic : {"cuda.kiln.pointwise.", "nvrtc.pointwise."}) {
+        SCOPED_TRACE(dimsToString(dims) + " " + toString(precision) + " " + tactic);
+        ModelBuilder mb(13);
+        mb.input("a", kFloat, dims).input("b", kFloat, {dims.back()}).output("y");
+        mb.initializer("lo", HostTensor::scalar<float>(-0.3f)).initializer("hi", HostTensor::scalar<float>(0.4f));
+        mb.node("Less", {"a", "b"}, {"less"}, "less");
+        mb.node("Not", {"less"}, {"not_less"}, "not");
+        ModelBuilder::setInt(mb.node("Cast", {"not_less"}, {"mask"}, "cast"), "to", kFloat);
+        mb.node("Mul", {"mask", "a"}, {"kept"}, "keep");
+        mb.node("Greater", {"kept", "b"}, {"greater"}, "greater");
+        mb.node("Where", {"greater", "kept", "b"}, {"chosen"}, "where");
+        mb.node("Clip", {"chosen", "lo", "hi"}, {"y"}, "clip");
+        test::AgreementOptions options;
+        options.precision = precision;
+        options.forcedTactics = {{"clip", tactic + toString(precision)}};
+        const auto agreement = test::expectBackendsAgree(
+            mb.bytes(), {{"a", test::randomFloats(dims, 83)}, {"b", test::randomFloats({dims.back()}, 84)}}, options);
+        expectFusedOnGpu(agreement);
+        test::expectNoFailedTactics(agreement);
+      }
 }
 
 TEST(PointwiseAgreement, IntegerChainIsExact) {

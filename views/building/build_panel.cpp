@@ -168,6 +168,7 @@ QWidget* BuildPanel::createTacticsGroup(QWidget* parent) {
   const std::pair<QString, QString> sources[] = {{QStringLiteral("cudnn"), tr("cuDNN")},
                                                  {QStringLiteral("cublaslt"), tr("cuBLASLt")},
                                                  {QStringLiteral("cuda"), tr("Kiln CUDA")},
+                                                 {QStringLiteral("nvrtc"), tr("NVRTC")},
                                                  {QStringLiteral("cpu"), tr("CPU")}};
   auto* sourceGrid = new QGridLayout;
   for (const auto& [source, label] : sources) {

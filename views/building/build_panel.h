@@ -41,7 +41,7 @@ class BuildPanel : public QWidget {
   QPushButton* buildButton() const { return buildButton_; }
   QPushButton* cancelButton() const { return cancelButton_; }
   QSpinBox* optimizationLevelBox() const { return optimizationLevel_; }
-  QCheckBox* tacticSourceBox(const QString& source) const;  // "cudnn", "cublaslt", "cuda", "cpu"
+  QCheckBox* tacticSourceBox(const QString& source) const;  // "cudnn", "cublaslt", "cuda", "nvrtc", "cpu"
   QCheckBox* cudaGraphsBox() const { return cudaGraphs_; }
   QCheckBox* quantizeWhereFasterBox() const { return quantizeWhereFaster_; }
   QCheckBox* precisionBox(Precision precision) const;

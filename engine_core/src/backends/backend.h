@@ -38,6 +38,9 @@ struct Tactic {
   // re-layouts between it and its neighbours (the builder prefers it on a near tie).
   bool takesChannelsLast = false;
   std::vector<uint8_t> payload;  // backend-private choice details, stored in the plan
+  // Set: a tactic the layer cannot take, listed (last) only so the build report says why
+  // ("unavailable: ..."); never timed or chosen.
+  std::string unavailable;
 
   TensorFormat inputFormat(size_t input) const {
     return input < inputFormats.size() ? inputFormats[input] : TensorFormat::kLinear;

@@ -236,6 +236,27 @@ TacticChoice TacticSelector::select(const Network& network, const Layer& layer, 
       throw Error(ErrorCode::kInvalidArgument, layer.describe() + " has only tactics from switched-off sources (" +
                                                    dropped + "); allow one with --tactic-sources");
   }
+  std::vector<TacticCandidate> unavailable;  // reported after the others
+  std::erase_if(candidates, [&](const Tactic& t) {
+    if (t.unavailable.empty()) return false;
+    unavailable.push_back({t.id, -1, "unavailable: " + t.unavailable, 0});
+    return true;
+  });
+  for (const TacticCandidate& c : unavailable)
+    if (c.tactic == forced)
+      throw Error(ErrorCode::kInvalidArgument,
+                  layer.describe() + ": the forced tactic '" + forced + "' is " + c.status);
+  if (candidates.empty())
+    throw Error(ErrorCode::kInternal, layer.describe() + " has no usable tactic (" + unavailable.front().status + ")");
+  TacticChoice choice = chooseAmong(network, layer, precision, optShapes, candidates, likelyInputFormats, forced);
+  choice.candidates.insert(choice.candidates.end(), unavailable.begin(), unavailable.end());
+  return choice;
+}
+
+TacticChoice TacticSelector::chooseAmong(const Network& network, const Layer& layer, Precision precision,
+                                         const TensorShapes& optShapes, std::vector<Tactic>& candidates,
+                                         const std::vector<TensorFormat>& likelyInputFormats,
+                                         const std::string& forced) {
   if (!forced.empty()) {
     TacticChoice choice;
     std::string offered;

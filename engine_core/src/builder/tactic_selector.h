@@ -76,6 +76,10 @@ class TacticSelector {
                       const std::string& forced = "");
 
  private:
+  // select() among the usable candidates (those a backend listed as unavailable set aside).
+  TacticChoice chooseAmong(const Network& network, const Layer& layer, Precision precision,
+                           const TensorShapes& optShapes, std::vector<Tactic>& candidates,
+                           const std::vector<TensorFormat>& likelyInputFormats, const std::string& forced);
   struct TimedRun;
   struct Tensors;
   // Random activations and output buffers in the backend's memory, and views of the weights;

@@ -1,5 +1,6 @@
 #include "cuda_formats.h"
 
+#include "../../ops/fused.h"
 #include "../../runtime/subgraph_cache.h"
 #include "cuda_ops.h"
 
@@ -12,7 +13,12 @@ std::unordered_map<std::string, TensorFormat> channelsLastTensors(const Network&
                                                                   const std::vector<std::string>& tactics) {
   const auto& layers = network.layers();
   if (tactics.size() != layers.size()) return {};
-  if (std::any_of(layers.begin(), layers.end(), [](const Layer& l) { return hasSubgraphs(l); })) return {};
+  // Control flow's bodies read outer tensors as they are stored; a kiln.Pointwise body is no
+  // control flow (its layer reads its inputs like any other).
+  if (std::any_of(layers.begin(), layers.end(), [](const Layer& l) {
+        return hasSubgraphs(l) && !(l.domain == fused::kDomain && l.opType == fused::kPointwise);
+      }))
+    return {};
   const auto& registry = CudaOpRegistry::instance();
   std::vector<std::vector<size_t>> takes(layers.size());  // per layer: the inputs it reads channels-last
   std::vector<bool> sameLayout(layers.size(), false);

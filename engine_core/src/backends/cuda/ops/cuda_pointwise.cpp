@@ -1,15 +1,22 @@
-// kiln.Pointwise (passes/fuse_pointwise.cpp) on the GPU: its body's elementwise layers run one by
-// one with the CUDA steps those ops have on their own (kernels/cuda/elementwise), their
-// intermediates in this step's workspace, so a fused chain stays on the GPU. The body is typed
-// once at instantiate with the layer's storage types (the tactic names the precision: float32
-// tensors and constants are stored in its type, as the builder stores them around unfused
-// layers); at launch each intermediate's dims are its inputs' broadcast, and intermediates share
-// workspace once their readers have run. (Compiling the body into one kernel is NVRTC's job later.)
+// kiln.Pointwise (passes/fuse_pointwise.cpp) on the GPU, two tactics:
+// - nvrtc.pointwise.<precision> (listed first): the body as one kernel generated from it
+//   (pointwise_codegen.cpp) and compiled with NVRTC for this GPU while the builder lists tactics;
+//   the cubin travels in the plan as the tactic's payload (pointwise_nvrtc_step.cpp). It reads and
+//   writes channels-last 4-D tensors too. Bodies the generator refuses (integer math, ops it lacks)
+//   get no such tactic (the build report lists it as "unavailable: <why>");
+//   `kiln build --tactic-sources -nvrtc` switches it off.
+// - cuda.kiln.pointwise.<precision>: the body's elementwise layers one by one with the CUDA steps
+//   those ops have on their own (kernels/cuda/elementwise), intermediates in this step's workspace
+//   (first fit; a buffer is free again once its last reader has run), linear layout only.
+// Either way the body is typed once with the layer's storage types (the tactic names the
+// precision: float32 tensors and constants are stored in its type, as the builder stores them
+// around unfused layers).
 #include "../../../ops/elementwise.h"
 #include "../../../ops/fused.h"
 #include "../../../runtime/precision_convert.h"
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
+#include "pointwise_nvrtc_step.h"
 
 #include <kiln/error.h>
 
@@ -21,19 +28,17 @@ namespace {
 
 uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
 
-// The body typed for the layer's declared inputs (and, with `precision`, stored as that precision
-// stores its float32 tensors and constants).
-std::unique_ptr<Network> typedBody(const Layer& layer, const LayerSignature& signature,
-                                   std::optional<Precision> precision) {
+// The body typed for the layer's declared input types (and shapes where known; with `precision`,
+// stored as that precision stores its float32 tensors and constants).
+std::unique_ptr<Network> typedBody(const Layer& layer, const std::vector<DataType>& types,
+                                   const std::vector<const Shape*>& shapes, std::optional<Precision> precision) {
   auto body = std::make_unique<Network>(layer.attrGraph("body"));
   if (body->inputs().size() != layer.inputs.size() || body->outputs().size() != 1)
     throw Error(ErrorCode::kInvalidArgument, layer.describe() + ": its body needs one input per layer input and one output");
   for (size_t i = 0; i < layer.inputs.size(); ++i) {
     Tensor& declared = body->tensor(body->inputs()[i]);
-    if (const Tensor* outer = i < signature.inputs.size() ? signature.inputs[i] : nullptr) {
-      declared.dtype = outer->dtype;
-      declared.shape = outer->shape;
-    }
+    if (i < types.size() && types[i] != DataType::kUndefined) declared.dtype = types[i];
+    if (i < shapes.size() && shapes[i]) declared.shape = *shapes[i];
   }
   body->inferShapes();
   if (!precision) return body;
@@ -45,6 +50,18 @@ std::unique_ptr<Network> typedBody(const Layer& layer, const LayerSignature& sig
     t.dtype = stored;
   }
   return body;
+}
+
+std::unique_ptr<Network> typedBody(const Layer& layer, const LayerSignature& signature,
+                                   std::optional<Precision> precision) {
+  std::vector<DataType> types;
+  std::vector<const Shape*> shapes;
+  for (size_t i = 0; i < layer.inputs.size(); ++i) {
+    const Tensor* outer = i < signature.inputs.size() ? signature.inputs[i] : nullptr;
+    types.push_back(outer ? outer->dtype : DataType::kUndefined);
+    shapes.push_back(outer ? &outer->shape : nullptr);
+  }
+  return typedBody(layer, types, shapes, precision);
 }
 
 // Numpy broadcast of `dims` (the output dims of an elementwise layer).
@@ -227,8 +244,37 @@ SupportVerdict bodyOps(const Layer& layer, Precision) {
 void registerPointwiseCudaOps(CudaOpRegistry& registry) {
   CudaOp op = stepOp<PointwiseStep>(bodyTensors);
   op.supportsLayer = bodyOps;
-  op.tactics = [](const Layer& layer, Precision precision, const LayerInputs&, CudaDevice&) {
-    return std::vector<Tactic>{Tactic{defaultTacticId(layer) + "." + precisionTag(precision)}};
+  op.instantiate = [](const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                      CudaDevice& device) -> std::unique_ptr<Step> {
+    if (isNvrtcPointwiseTactic(tactic.id))
+      return makeNvrtcPointwiseStep(layer, tactic, signature, device,
+                                    typedBody(layer, signature, tacticPrecision(layer, tactic)));
+    return std::make_unique<PointwiseStep>(layer, tactic, signature, device);
+  };
+  op.tactics = [](const Layer& layer, Precision precision, const LayerInputs& inputs, CudaDevice& device) {
+    std::vector<Tactic> tactics;
+    std::string refusal;  // why the body has no NVRTC kernel (the build report lists it)
+    try {
+      const auto body = typedBody(layer, inputs.types, {}, precision);
+      if (auto nvrtc = nvrtcPointwiseTactic(layer, precision, *body, device, &refusal)) tactics.push_back(*nvrtc);
+    } catch (const Error& e) {
+      refusal = e.what();
+    }
+    tactics.push_back(Tactic{defaultTacticId(layer) + "." + precisionTag(precision)});
+    if (!refusal.empty()) {
+      Tactic none{nvrtcPointwiseTacticId(precision)};
+      none.unavailable = refusal;
+      tactics.push_back(std::move(none));
+    }
+    return tactics;
+  };
+  // The generated kernel reads every input, and writes its output, in either layout (each
+  // operand's strides over the output's memory order); the layer-by-layer tactic is linear only.
+  op.channelsLastInputs = [](const Layer& layer, const std::string& tactic) {
+    std::vector<size_t> inputs;
+    if (isNvrtcPointwiseTactic(tactic))
+      for (size_t i = 0; i < layer.inputs.size(); ++i) inputs.push_back(i);
+    return inputs;
   };
   registry.add(fused::kDomain, fused::kPointwise, std::move(op));
 }
