@@ -43,6 +43,18 @@ class RecordingObserver : public BuildObserver {
   bool cancelled() override { return !cancelAt.empty() && !phases.empty() && phases.back() == cancelAt; }
 };
 
+// An INT8 build calibrated (max) on one random batch x [2, 8, 6, 6] written under `dir`.
+BuilderConfig minMaxConfigWithOneBatch(const TempDir& dir, uint32_t seed) {
+  const fs::path data = dir.file("data");
+  fs::create_directories(data);
+  writeNpyFile(test::randomFloats({2, 8, 6, 6}, seed), (data / "x.npy").string());
+  BuilderConfig config;
+  config.allowINT8 = true;
+  config.calibration.dataPath = data.string();
+  config.calibration.calibrator = CalibratorKind::kMinMax;
+  return config;
+}
+
 }  // namespace
 
 TEST(Int8Build, ConvAndGemmAreQuantizedAndStayCloseToFp32WithEveryCalibrator) {
@@ -238,13 +250,7 @@ TEST(Int8Build, AResultOnlyInt8LayersReadCrossesAsInt8WithTheSameOutputs) {
     return OnnxImporter().importBytes(mb.bytes());
   };
   TempDir dir;
-  const fs::path data = dir.file("data");
-  fs::create_directories(data);
-  writeNpyFile(test::randomFloats({2, 8, 6, 6}, 14), (data / "x.npy").string());
-  BuilderConfig config;
-  config.allowINT8 = true;
-  config.calibration.dataPath = data.string();
-  config.calibration.calibrator = CalibratorKind::kMinMax;
+  const BuilderConfig config = minMaxConfigWithOneBatch(dir, 14);
   const BuildResult chained = Builder().build(*model(false), config);
   const BuildResult unchained = Builder().build(*model(true), config);
   EXPECT_EQ(layerNamed(chained.report, "conv1").outputs.at(0).dtype, "int8");
@@ -256,6 +262,68 @@ TEST(Int8Build, AResultOnlyInt8LayersReadCrossesAsInt8WithTheSameOutputs) {
   const HostTensor b = Runtime().load(unchained.plan)->createExecutionContext()->run({{"x", x}}).at("y");
   ASSERT_EQ(a.elementCount(), b.elementCount());
   EXPECT_EQ(std::memcmp(a.rawData(), b.rawData(), a.byteSize()), 0) << "the int8 chain changed the outputs";
+}
+
+// A ResNet bottleneck: the block's input b (conv0's result) is read by its first 1x1 convolution as
+// its activation and by its last one as the residual it adds before the Relu. ChainInt8Activations
+// has conv0 write b as int8 at conv1's scale and the last convolution add float(b_q) * scale (input
+// 11). A float reader of b (a Sigmoid) keeps it float. Both engines stay close to fp32.
+TEST(Int8Build, ABlockInputReadAsActivationAndAsResidualCrossesAsInt8) {
+  auto model = [](bool floatReader) {
+    ModelBuilder mb;
+    mb.input("x", kFloat, {2, 8, 6, 6}).output("y");
+    mb.initializer("w0", test::randomFloats({16, 8, 3, 3}, 21)).initializer("b0", test::randomFloats({16}, 22));
+    mb.initializer("w1", test::randomFloats({8, 16, 1, 1}, 23, -0.5f, 0.5f));
+    mb.initializer("w2", test::randomFloats({8, 8, 3, 3}, 24, -0.3f, 0.3f));
+    mb.initializer("w3", test::randomFloats({16, 8, 1, 1}, 25, -0.5f, 0.5f));
+    mb.initializer("w4", test::randomFloats({16, 16, 1, 1}, 26, -0.5f, 0.5f));
+    ModelBuilder::setInts(mb.node("Conv", {"x", "w0", "b0"}, {"c0"}, "conv0"), "pads", {1, 1, 1, 1});
+    mb.node("Relu", {"c0"}, {"b"}, "relu0");
+    mb.node("Conv", {"b", "w1"}, {"c1"}, "conv1");
+    mb.node("Relu", {"c1"}, {"r1"}, "relu1");
+    ModelBuilder::setInts(mb.node("Conv", {"r1", "w2"}, {"c2"}, "conv2"), "pads", {1, 1, 1, 1});
+    mb.node("Relu", {"c2"}, {"r2"}, "relu2");
+    mb.node("Conv", {"r2", "w3"}, {"c3"}, "conv3");
+    mb.node("Add", {"c3", "b"}, {"s"}, "add");
+    mb.node("Relu", {"s"}, {"out"}, "relu3");
+    mb.node("Conv", {"out", "w4"}, {"y"}, "conv4");
+    if (floatReader) {
+      mb.node("Sigmoid", {"b"}, {"g"}, "sigmoid");
+      mb.output("g");
+    }
+    return OnnxImporter().importBytes(mb.bytes());
+  };
+  TempDir dir;
+  const BuilderConfig config = minMaxConfigWithOneBatch(dir, 27);
+  const BuildResult chained = Builder().build(*model(false), config);
+  const BuildResult floatRead = Builder().build(*model(true), config);
+  // The layer that reads b as its residual: the last convolution with the Add fused in.
+  auto residualReader = [](const BuildReport& report) -> const LayerSummary& {
+    for (const LayerSummary& l : report.layers)
+      if (l.inputs.size() > 3 && l.inputs[3].name == "b") return l;
+    throw std::runtime_error("no layer reads 'b' as its residual");
+  };
+  EXPECT_EQ(layerNamed(chained.report, "conv0").outputs.at(0).dtype, "int8");
+  EXPECT_EQ(layerNamed(chained.report, "conv1").inputs.at(0).dtype, "int8");
+  const LayerSummary& conv3 = residualReader(chained.report);
+  EXPECT_EQ(conv3.precision, "int8");
+  EXPECT_EQ(conv3.inputs.at(3).dtype, "int8");
+  ASSERT_GT(conv3.inputs.size(), 11u);
+  EXPECT_EQ(conv3.inputs.at(11).dtype, "float32");
+  EXPECT_EQ(layerNamed(floatRead.report, "conv0").outputs.at(0).dtype, "float32");
+  EXPECT_EQ(residualReader(floatRead.report).inputs.at(3).dtype, "float32");
+  bool noted = false;
+  for (const PassRecord& record : chained.report.passes)
+    if (record.name == "ChainInt8Activations")
+      for (const std::string& note : record.changes) noted = noted || note.find("int8 residual") != std::string::npos;
+  EXPECT_TRUE(noted) << "the pass's note names the residual reader";
+
+  const HostTensor x = test::randomFloats({2, 8, 6, 6}, 28);
+  const HostTensor expected = ReferenceExecutor(model(false)).run({{"x", x}}).at("y").tensor;
+  const HostTensor a = Runtime().load(chained.plan)->createExecutionContext()->run({{"x", x}}).at("y");
+  const HostTensor b = Runtime().load(floatRead.plan)->createExecutionContext()->run({{"x", x}}).at("y");
+  EXPECT_GT(agreement(a, expected).cosine, 0.995);
+  EXPECT_GT(agreement(b, expected).cosine, 0.995);
 }
 
 // --quantize-where-faster: every candidate is either quantized or kept fp32 with both times in its
