@@ -12,6 +12,7 @@
 #include <kiln/runtime.h>
 
 #include "builder/support/quantized_builds.h"
+#include "common/residual_block_model.h"
 #include "common/test_models.h"
 
 #include <gtest/gtest.h>
@@ -270,28 +271,7 @@ TEST(Int8Build, AResultOnlyInt8LayersReadCrossesAsInt8WithTheSameOutputs) {
 // 11). A float reader of b (a Sigmoid) keeps it float. Both engines stay close to fp32.
 TEST(Int8Build, ABlockInputReadAsActivationAndAsResidualCrossesAsInt8) {
   auto model = [](bool floatReader) {
-    ModelBuilder mb;
-    mb.input("x", kFloat, {2, 8, 6, 6}).output("y");
-    mb.initializer("w0", test::randomFloats({16, 8, 3, 3}, 21)).initializer("b0", test::randomFloats({16}, 22));
-    mb.initializer("w1", test::randomFloats({8, 16, 1, 1}, 23, -0.5f, 0.5f));
-    mb.initializer("w2", test::randomFloats({8, 8, 3, 3}, 24, -0.3f, 0.3f));
-    mb.initializer("w3", test::randomFloats({16, 8, 1, 1}, 25, -0.5f, 0.5f));
-    mb.initializer("w4", test::randomFloats({16, 16, 1, 1}, 26, -0.5f, 0.5f));
-    ModelBuilder::setInts(mb.node("Conv", {"x", "w0", "b0"}, {"c0"}, "conv0"), "pads", {1, 1, 1, 1});
-    mb.node("Relu", {"c0"}, {"b"}, "relu0");
-    mb.node("Conv", {"b", "w1"}, {"c1"}, "conv1");
-    mb.node("Relu", {"c1"}, {"r1"}, "relu1");
-    ModelBuilder::setInts(mb.node("Conv", {"r1", "w2"}, {"c2"}, "conv2"), "pads", {1, 1, 1, 1});
-    mb.node("Relu", {"c2"}, {"r2"}, "relu2");
-    mb.node("Conv", {"r2", "w3"}, {"c3"}, "conv3");
-    mb.node("Add", {"c3", "b"}, {"s"}, "add");
-    mb.node("Relu", {"s"}, {"out"}, "relu3");
-    mb.node("Conv", {"out", "w4"}, {"y"}, "conv4");
-    if (floatReader) {
-      mb.node("Sigmoid", {"b"}, {"g"}, "sigmoid");
-      mb.output("g");
-    }
-    return OnnxImporter().importBytes(mb.bytes());
+    return OnnxImporter().importBytes(test::residualBlockModel({2, 8, 6, 6}, 16, floatReader));
   };
   TempDir dir;
   const BuilderConfig config = minMaxConfigWithOneBatch(dir, 27);
