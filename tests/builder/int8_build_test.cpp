@@ -306,6 +306,25 @@ TEST(Int8Build, ABlockInputReadAsActivationAndAsResidualCrossesAsInt8) {
   EXPECT_GT(agreement(b, expected).cosine, 0.995);
 }
 
+// A ResNet stage's first block: the Add takes a 1x1 convolution of the block input (the shortcut),
+// so one of the two convolutions' results is read only as the other's residual. The calibration
+// covers that residual, and ChainInt8Activations gives it its own scale: it crosses as int8.
+TEST(Int8Build, AResultOnlyAResidualReadsCrossesAsInt8AtItsCalibratedScale) {
+  const auto network = OnnxImporter().importBytes(test::residualBlockModel({2, 8, 6, 6}, 16, false, true));
+  TempDir dir;
+  const BuildResult built = Builder().build(*network, minMaxConfigWithOneBatch(dir, 29));
+  const LayerSummary* reader = nullptr;
+  for (const LayerSummary& l : built.report.layers)
+    if (l.inputs.size() > 3 && (l.inputs[3].name == "d" || l.inputs[3].name == "c3")) reader = &l;
+  ASSERT_NE(reader, nullptr) << "the Add is fused into one of the two convolutions";
+  EXPECT_EQ(reader->precision, "int8");
+  EXPECT_EQ(reader->inputs[3].dtype, "int8");
+  EXPECT_EQ(built.report.calibration.scales.count(reader->inputs[3].name), 1u);
+  const HostTensor x = test::randomFloats({2, 8, 6, 6}, 30);
+  const HostTensor expected = ReferenceExecutor(network).run({{"x", x}}).at("y").tensor;
+  EXPECT_GT(agreement(runPlan(built.plan, x), expected).cosine, 0.995);
+}
+
 // --quantize-where-faster: every candidate is either quantized or kept fp32 with both times in its
 // reason, the fp32 one not slower; a layer pinned to int8 is not questioned; an untimed build
 // (optimisation level 1) cannot compare and quantizes every candidate.

@@ -3,7 +3,8 @@
 // tests/gpu/quantized_agreement_test.cpp): x [N, C, H, W] -> conv0 3x3 (+ bias, Relu) -> b of
 // `blockChannels`; conv1 1x1 to half as many (Relu), conv2 3x3 (Relu), conv3 1x1 back, + b, Relu ->
 // out; conv4 1x1 -> y. b is read by conv1 as its input and by conv3 (the Add fused in) as its
-// residual. With `floatReader` a Sigmoid of b is a second output "g".
+// residual. With `floatReader` a Sigmoid of b is a second output "g"; with `shortcutConv` the Add
+// takes a 1x1 convolution of b ("shortcut", as a ResNet stage's first block) in place of b.
 #include "common/test_models.h"
 
 #include <string>
@@ -11,7 +12,8 @@
 
 namespace kiln::test {
 
-inline std::string residualBlockModel(const std::vector<int64_t>& x, int64_t blockChannels, bool floatReader = false) {
+inline std::string residualBlockModel(const std::vector<int64_t>& x, int64_t blockChannels, bool floatReader = false,
+                                      bool shortcutConv = false) {
   using namespace onnx_types;
   const int64_t width = blockChannels / 2;
   ModelBuilder mb(17);
@@ -29,7 +31,11 @@ inline std::string residualBlockModel(const std::vector<int64_t>& x, int64_t blo
   ModelBuilder::setInts(mb.node("Conv", {"r1", "w2"}, {"c2"}, "conv2"), "pads", {1, 1, 1, 1});
   mb.node("Relu", {"c2"}, {"r2"}, "relu2");
   mb.node("Conv", {"r2", "w3"}, {"c3"}, "conv3");
-  mb.node("Add", {"c3", "b"}, {"s"}, "add");
+  if (shortcutConv) {
+    mb.initializer("wd", randomFloats({blockChannels, blockChannels, 1, 1}, 67, -0.4f, 0.4f));
+    mb.node("Conv", {"b", "wd"}, {"d"}, "shortcut");
+  }
+  mb.node("Add", {"c3", shortcutConv ? "d" : "b"}, {"s"}, "add");
   mb.node("Relu", {"s"}, {"out"}, "relu3");
   mb.node("Conv", {"out", "w4"}, {"y"}, "conv4");
   if (floatReader) {
