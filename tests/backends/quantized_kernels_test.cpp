@@ -137,3 +137,118 @@ TEST(QuantizedConvKernel, FloatWeightsAreRefusedByInference) {
   network.addLayer(conv);
   EXPECT_THROW(runOne(network, {{"x", test::randomFloats({1, 2, 2, 2}, 2)}}), Error);
 }
+
+namespace {
+
+// A random int8 residual and its dequantized floats, float(q) * scale rounded once to fp32:
+// quantized.h's definition of an int8 residual with z_scale.
+struct Int8Residual {
+  HostTensor q, dequantized;
+};
+Int8Residual randomInt8Residual(std::vector<int64_t> dims, float scale, uint32_t seed) {
+  Int8Residual r{HostTensor(DataType::kInt8, dims), HostTensor(DataType::kFloat32, dims)};
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  for (int64_t i = 0; i < r.q.elementCount(); ++i) {
+    r.q.data<int8_t>()[i] = int8_t(dist(rng));
+    r.dequantized.data<float>()[i] = float(r.q.data<int8_t>()[i]) * scale;
+  }
+  return r;
+}
+
+void expectSameBits(const HostTensor& actual, const HostTensor& expected) {
+  ASSERT_EQ(actual.dims(), expected.dims());
+  ASSERT_EQ(actual.dtype(), expected.dtype());
+  for (int64_t i = 0; i < expected.elementCount(); ++i)
+    ASSERT_EQ(actual.data<float>()[i], expected.data<float>()[i]) << "element " << i;
+}
+
+}  // namespace
+
+// An int8 residual with z_scale (input 11) adds float(z_q) * z_scale where a float residual is
+// added, before or after the activation: the layer equals the same one given those floats, bit for
+// bit, and the float convolution of the dequantized operands up to float rounding.
+TEST(QuantizedConvKernel, AnInt8ResidualIsAddedAsItsValueTimesItsScale) {
+  const float xScale = 0.017f, zScale = 0.0123f;
+  const std::vector<float> wScales = {0.011f, 0.02f, 0.007f, 0.016f, 0.03f};
+  const HostTensor x = test::randomFloats({3, 4, 7, 5}, 31, -1.2f, 1.7f);
+  const HostTensor w = randomInt8({5, 4, 3, 3}, 32);
+  const HostTensor bias = test::randomFloats({5}, 33);
+  const Int8Residual z = randomInt8Residual({3, 5, 7, 5}, zScale, 34);
+  for (const int64_t before : {int64_t(1), int64_t(0)}) {
+    auto network = [&](const char* op, bool int8Residual, bool dequantizedOperands) {
+      auto n = std::make_unique<Network>();
+      n->addConstant("w", dequantizedOperands ? dequantizedWeights(w, wScales, 4 * 3 * 3) : w);
+      n->addConstant("b", bias);
+      n->addConstant("xs", HostTensor::scalar<float>(xScale));
+      n->addConstant("ws", HostTensor::fromVector<float>({5}, wScales));
+      n->addConstant("zs", HostTensor::scalar<float>(zScale));
+      std::vector<std::string> inputs{"x", "w", "b", "z"};
+      if (!dequantizedOperands) {
+        inputs.insert(inputs.end(), {"xs", "ws"});
+        if (int8Residual) inputs.insert(inputs.end(), {"", "", "", "", "", "zs"});
+      }
+      Layer conv = oneLayer(op, inputs);
+      conv.attributes[fused::kBase] = std::string("Conv");
+      conv.attributes["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+      conv.attributes[fused::kActivation] = std::string("Relu");
+      conv.attributes[fused::kResidualBeforeActivation] = before;
+      n->addLayer(conv);
+      return n;
+    };
+    const HostTensor int8Result = runOne(*network(quantized::kQuantizedConv, true, false), {{"x", x}, {"z", z.q}});
+    expectSameBits(int8Result,
+                   runOne(*network(quantized::kQuantizedConv, false, false), {{"x", x}, {"z", z.dequantized}}));
+    expectClose(int8Result, runOne(*network(fused::kFusedConv, false, true),
+                                   {{"x", dequantized(x, xScale)}, {"z", z.dequantized}}));
+  }
+}
+
+// The same for a matmul ([2, 3, 5] by int8 weights [5, 4]), whose epilogue runs after the product.
+TEST(QuantizedMatMulKernel, AnInt8ResidualIsAddedAsItsValueTimesItsScale) {
+  const float aScale = 0.009f, zScale = 0.021f;
+  const HostTensor a = test::randomFloats({2, 3, 5}, 41, -1.0f, 1.3f);
+  const HostTensor b = randomInt8({5, 4}, 42);
+  const Int8Residual z = randomInt8Residual({2, 3, 4}, zScale, 43);
+  auto network = [&](bool int8Residual) {
+    auto n = std::make_unique<Network>();
+    n->addConstant("b", b);
+    n->addConstant("as", HostTensor::scalar<float>(aScale));
+    n->addConstant("bs", HostTensor::fromVector<float>({4}, {0.01f, 0.003f, 0.02f, 0.007f}));
+    n->addConstant("zs", HostTensor::scalar<float>(zScale));
+    std::vector<std::string> inputs{"a", "b", "", "z", "as", "bs"};
+    if (int8Residual) inputs.insert(inputs.end(), {"", "", "", "", "", "zs"});
+    Layer mm = oneLayer(quantized::kQuantizedMatMul, inputs);
+    mm.attributes[fused::kActivation] = std::string("Sigmoid");
+    mm.attributes[fused::kResidualBeforeActivation] = int64_t(0);
+    n->addLayer(mm);
+    return n;
+  };
+  expectSameBits(runOne(*network(true), {{"a", a}, {"z", z.q}}),
+                 runOne(*network(false), {{"a", a}, {"z", z.dequantized}}));
+}
+
+// An int8 residual needs its scale, a scale needs an int8 residual, and an fp8 layer takes none.
+TEST(QuantizedConvKernel, AnInt8ResidualWithoutItsScaleOrInAnFp8LayerIsRefusedByInference) {
+  auto run = [](const char* precision, const HostTensor& w, bool withScale, const HostTensor& z) {
+    Network network;
+    network.addConstant("w", w);
+    network.addConstant("xs", HostTensor::scalar<float>(0.5f));
+    network.addConstant("ws", HostTensor::scalar<float>(0.5f));
+    network.addConstant("zs", HostTensor::scalar<float>(0.25f));
+    std::vector<std::string> inputs{"x", "w", "", "z", "xs", "ws"};
+    if (withScale) inputs.insert(inputs.end(), {"", "", "", "", "", "zs"});
+    Layer conv = oneLayer(quantized::kQuantizedConv, inputs, precision);
+    conv.attributes[fused::kBase] = std::string("Conv");
+    network.addLayer(conv);
+    return runOne(network, {{"x", test::randomFloats({1, 2, 2, 2}, 2)}, {"z", z}});
+  };
+  const HostTensor w8 = randomInt8({2, 2, 1, 1}, 3);
+  const HostTensor zq = randomInt8Residual({1, 2, 2, 2}, 0.25f, 4).q;
+  EXPECT_NO_THROW(run(nullptr, w8, true, zq));
+  EXPECT_THROW(run(nullptr, w8, false, zq), Error);
+  EXPECT_THROW(run(nullptr, w8, true, test::randomFloats({1, 2, 2, 2}, 5)), Error);
+  HostTensor w8e4m3(DataType::kFloat8E4M3, {2, 2, 1, 1});
+  std::fill_n(static_cast<uint8_t*>(w8e4m3.rawData()), 4, uint8_t(0x38));  // 1.0
+  EXPECT_THROW(run("fp8", w8e4m3, true, zq), Error);
+}

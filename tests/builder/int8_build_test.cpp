@@ -12,6 +12,7 @@
 #include <kiln/runtime.h>
 
 #include "builder/support/quantized_builds.h"
+#include "common/residual_block_model.h"
 #include "common/test_models.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,18 @@ class RecordingObserver : public BuildObserver {
   void progress(const BuildProgress& p) override { phases.push_back(p.phase); }
   bool cancelled() override { return !cancelAt.empty() && !phases.empty() && phases.back() == cancelAt; }
 };
+
+// An INT8 build calibrated (max) on one random batch x [2, 8, 6, 6] written under `dir`.
+BuilderConfig minMaxConfigWithOneBatch(const TempDir& dir, uint32_t seed) {
+  const fs::path data = dir.file("data");
+  fs::create_directories(data);
+  writeNpyFile(test::randomFloats({2, 8, 6, 6}, seed), (data / "x.npy").string());
+  BuilderConfig config;
+  config.allowINT8 = true;
+  config.calibration.dataPath = data.string();
+  config.calibration.calibrator = CalibratorKind::kMinMax;
+  return config;
+}
 
 }  // namespace
 
@@ -238,13 +251,7 @@ TEST(Int8Build, AResultOnlyInt8LayersReadCrossesAsInt8WithTheSameOutputs) {
     return OnnxImporter().importBytes(mb.bytes());
   };
   TempDir dir;
-  const fs::path data = dir.file("data");
-  fs::create_directories(data);
-  writeNpyFile(test::randomFloats({2, 8, 6, 6}, 14), (data / "x.npy").string());
-  BuilderConfig config;
-  config.allowINT8 = true;
-  config.calibration.dataPath = data.string();
-  config.calibration.calibrator = CalibratorKind::kMinMax;
+  const BuilderConfig config = minMaxConfigWithOneBatch(dir, 14);
   const BuildResult chained = Builder().build(*model(false), config);
   const BuildResult unchained = Builder().build(*model(true), config);
   EXPECT_EQ(layerNamed(chained.report, "conv1").outputs.at(0).dtype, "int8");
@@ -256,6 +263,66 @@ TEST(Int8Build, AResultOnlyInt8LayersReadCrossesAsInt8WithTheSameOutputs) {
   const HostTensor b = Runtime().load(unchained.plan)->createExecutionContext()->run({{"x", x}}).at("y");
   ASSERT_EQ(a.elementCount(), b.elementCount());
   EXPECT_EQ(std::memcmp(a.rawData(), b.rawData(), a.byteSize()), 0) << "the int8 chain changed the outputs";
+}
+
+// A ResNet bottleneck: the block's input b (conv0's result) is read by its first 1x1 convolution as
+// its activation and by its last one as the residual it adds before the Relu. ChainInt8Activations
+// has conv0 write b as int8 at conv1's scale and the last convolution add float(b_q) * scale (input
+// 11). A float reader of b (a Sigmoid) keeps it float. Both engines stay close to fp32.
+TEST(Int8Build, ABlockInputReadAsActivationAndAsResidualCrossesAsInt8) {
+  auto model = [](bool floatReader) {
+    return OnnxImporter().importBytes(test::residualBlockModel({2, 8, 6, 6}, 16, floatReader));
+  };
+  TempDir dir;
+  const BuilderConfig config = minMaxConfigWithOneBatch(dir, 27);
+  const BuildResult chained = Builder().build(*model(false), config);
+  const BuildResult floatRead = Builder().build(*model(true), config);
+  // The layer that reads b as its residual: the last convolution with the Add fused in.
+  auto residualReader = [](const BuildReport& report) -> const LayerSummary& {
+    for (const LayerSummary& l : report.layers)
+      if (l.inputs.size() > 3 && l.inputs[3].name == "b") return l;
+    throw std::runtime_error("no layer reads 'b' as its residual");
+  };
+  EXPECT_EQ(layerNamed(chained.report, "conv0").outputs.at(0).dtype, "int8");
+  EXPECT_EQ(layerNamed(chained.report, "conv1").inputs.at(0).dtype, "int8");
+  const LayerSummary& conv3 = residualReader(chained.report);
+  EXPECT_EQ(conv3.precision, "int8");
+  EXPECT_EQ(conv3.inputs.at(3).dtype, "int8");
+  ASSERT_GT(conv3.inputs.size(), 11u);
+  EXPECT_EQ(conv3.inputs.at(11).dtype, "float32");
+  EXPECT_EQ(layerNamed(floatRead.report, "conv0").outputs.at(0).dtype, "float32");
+  EXPECT_EQ(residualReader(floatRead.report).inputs.at(3).dtype, "float32");
+  bool noted = false;
+  for (const PassRecord& record : chained.report.passes)
+    if (record.name == "ChainInt8Activations")
+      for (const std::string& note : record.changes) noted = noted || note.find("int8 residual") != std::string::npos;
+  EXPECT_TRUE(noted) << "the pass's note names the residual reader";
+
+  const HostTensor x = test::randomFloats({2, 8, 6, 6}, 28);
+  const HostTensor expected = ReferenceExecutor(model(false)).run({{"x", x}}).at("y").tensor;
+  const HostTensor a = Runtime().load(chained.plan)->createExecutionContext()->run({{"x", x}}).at("y");
+  const HostTensor b = Runtime().load(floatRead.plan)->createExecutionContext()->run({{"x", x}}).at("y");
+  EXPECT_GT(agreement(a, expected).cosine, 0.995);
+  EXPECT_GT(agreement(b, expected).cosine, 0.995);
+}
+
+// A ResNet stage's first block: the Add takes a 1x1 convolution of the block input (the shortcut),
+// so one of the two convolutions' results is read only as the other's residual. The calibration
+// covers that residual, and ChainInt8Activations gives it its own scale: it crosses as int8.
+TEST(Int8Build, AResultOnlyAResidualReadsCrossesAsInt8AtItsCalibratedScale) {
+  const auto network = OnnxImporter().importBytes(test::residualBlockModel({2, 8, 6, 6}, 16, false, true));
+  TempDir dir;
+  const BuildResult built = Builder().build(*network, minMaxConfigWithOneBatch(dir, 29));
+  const LayerSummary* reader = nullptr;
+  for (const LayerSummary& l : built.report.layers)
+    if (l.inputs.size() > 3 && (l.inputs[3].name == "d" || l.inputs[3].name == "c3")) reader = &l;
+  ASSERT_NE(reader, nullptr) << "the Add is fused into one of the two convolutions";
+  EXPECT_EQ(reader->precision, "int8");
+  EXPECT_EQ(reader->inputs[3].dtype, "int8");
+  EXPECT_EQ(built.report.calibration.scales.count(reader->inputs[3].name), 1u);
+  const HostTensor x = test::randomFloats({2, 8, 6, 6}, 30);
+  const HostTensor expected = ReferenceExecutor(network).run({{"x", x}}).at("y").tensor;
+  EXPECT_GT(agreement(runPlan(built.plan, x), expected).cosine, 0.995);
 }
 
 // --quantize-where-faster: every candidate is either quantized or kept fp32 with both times in its

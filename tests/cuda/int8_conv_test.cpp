@@ -44,6 +44,8 @@ struct Variant {
   Residual residual = Residual::kNone;
   Int8ConvTile tile = Int8ConvTile::k128x128;
   bool unalignedY = false;  // y a pair past a 16-byte boundary: the epilogue's element-wise stores
+  bool int8Residual = false;       // the residual int8 with a scale (ChainInt8Activations' block outputs)
+  bool unalignedResidual = false;  // an int8 residual a pair past a 16-byte boundary: element-wise loads
 };
 
 int64_t outDim(int64_t in, const ConvCase& c) { return (in + 2 * c.pad - c.dilation * (c.r - 1) - 1) / c.stride + 1; }
@@ -55,7 +57,8 @@ std::string describe(const ConvCase& c, const Variant& v) {
          "x" + std::to_string(c.r) + " stride " + std::to_string(c.stride) + " pad " + std::to_string(c.pad) +
          " dilation " + std::to_string(c.dilation) + " -> " + toString(v.yType) + (v.bias ? ", bias" : "") +
          (v.relu ? ", relu" : "") + residuals[int(v.residual)] + ", tile " + toString(v.tile) +
-         (v.unalignedY ? ", y unaligned" : "");
+         (v.unalignedY ? ", y unaligned" : "") + (v.int8Residual ? ", int8 residual" : "") +
+         (v.unalignedResidual ? " unaligned" : "");
 }
 
 // A random operand byte: int8 in [-127, 127] or an e4m3 code of magnitude below 4 (no NaN).
@@ -119,11 +122,25 @@ Outcome checkCase(const ConvCase& c, const Variant& v, uint32_t seed) {
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f), spread(0.5f, 2.0f);
   for (float& m : multipliers) m = float(spread(rng) / typical);
   for (float& b : bias) b = unit(rng);
-  const ElementType residualType =
-      v.yType == ElementType::kInt8 || v.yType == ElementType::kFloat8E4M3 ? ElementType::kFloat16 : v.yType;
-  std::vector<uint8_t> residual(size_t(rows * c.k) * bytesOf(residualType));
+  const ElementType residualType = v.int8Residual ? ElementType::kInt8
+                                   : v.yType == ElementType::kInt8 || v.yType == ElementType::kFloat8E4M3
+                                       ? ElementType::kFloat16
+                                       : v.yType;
+  const float residualScale = 1.0f / 97;  // int8 residuals: values within about +-1.3
+  const size_t residualOffset = v.unalignedResidual ? 2 : 0;
+  std::vector<uint8_t> residual(residualOffset + size_t(rows * c.k) * bytesOf(residualType));
   for (int64_t i = 0; i < rows * c.k; ++i)
-    storeFloat(residualType, unit(rng), &residual[size_t(i) * bytesOf(residualType)]);
+    if (v.int8Residual)
+      residual[residualOffset + size_t(i)] = uint8_t(int8_t(int(rng() % 256) - 128));
+    else
+      storeFloat(residualType, unit(rng), &residual[size_t(i) * bytesOf(residualType)]);
+  // The residual as the epilogue adds it: an int8 one is float(q) * scale, one rounding.
+  auto residualAt = [&](int64_t at) -> float {
+    if (!v.int8Residual) return loadFloat(residualType, &residual[size_t(at) * bytesOf(residualType)]);
+    volatile float r = float(int8_t(residual[residualOffset + size_t(at)]));
+    r = r * residualScale;
+    return r;
+  };
   const float outputScale = 1.0f / 64;  // 8-bit outputs: values within about +-2
 
   DeviceBuffer dX(x), dW(w), dM(multipliers), dB(bias), dR(residual);
@@ -137,7 +154,8 @@ Outcome checkCase(const ConvCase& c, const Variant& v, uint32_t seed) {
   pr.multipliers = dM.as<float>();
   pr.bias = v.bias ? dB.as<float>() : nullptr;
   if (v.residual != Residual::kNone) {
-    pr.residual = dR.data(), pr.residualType = residualType;
+    pr.residual = dR.as<uint8_t>() + residualOffset, pr.residualType = residualType;
+    pr.residualScale = residualScale;
     pr.residualBeforeActivation = v.residual == Residual::kBefore;
   }
   pr.activation = v.relu ? cpu::Activation::kRelu : cpu::Activation::kNone;
@@ -171,9 +189,7 @@ Outcome checkCase(const ConvCase& c, const Variant& v, uint32_t seed) {
           volatile float value = float(sum);
           value = value * multipliers[size_t(k)];
           if (v.bias) value = value + bias[size_t(k)];
-          const float r = v.residual == Residual::kNone
-                              ? 0.0f
-                              : loadFloat(residualType, &residual[size_t(at) * bytesOf(residualType)]);
+          const float r = v.residual == Residual::kNone ? 0.0f : residualAt(at);
           if (v.residual == Residual::kBefore) value = value + r;
           if (v.relu) value = std::max(0.0f, float(value));
           if (v.residual == Residual::kAfter) value = value + r;
@@ -276,6 +292,32 @@ TEST(Int8Conv, UnalignedOutputMatchesHostReference) {
   }
 }
 
+// An int8 residual with its scale (kiln.QuantizedConv's z_scale): every shape and tile, the float
+// and int8 outputs, before and after the ReLU, 16-byte loads; then element-wise loads where the
+// residual is only pair-aligned. Exact.
+TEST(Int8Conv, Int8ResidualMatchesHostReference) {
+  KILN_REQUIRE_GPU();
+  const std::vector<ElementType> outputs{ElementType::kInt8, ElementType::kFloat16, ElementType::kFloat32,
+                                         ElementType::kBFloat16};
+  uint32_t seed = 500;
+  for (size_t shape = 0; shape < kShapes.size(); ++shape)
+    for (int t = 0; t < kInt8ConvTiles; ++t) {
+      const size_t i = shape + size_t(t);
+      Variant v;
+      v.tile = Int8ConvTile(t), v.yType = outputs[i % outputs.size()], v.relu = true, v.bias = i % 3 != 2;
+      v.residual = i % 2 ? Residual::kAfter : Residual::kBefore;
+      v.int8Residual = true;
+      v.unalignedResidual = shape == kShapes.size() - 1 && t == 0;
+      EXPECT_EQ(checkCase(kShapes[shape], v, ++seed).mismatches, 0);
+    }
+  for (ElementType y : outputs) {
+    Variant v;
+    v.yType = y, v.residual = Residual::kBefore, v.relu = true, v.tile = Int8ConvTile::k64x64;
+    v.int8Residual = v.unalignedResidual = true;
+    EXPECT_EQ(checkCase({1, 9, 9, 32, 80, 3, 1, 1, 1}, v, ++seed).mismatches, 0);
+  }
+}
+
 TEST(Int8Conv, RefusesWhatItCannotCompute) {
   Int8ConvProblem p;
   alignas(16) static uint8_t bytes[64] = {};
@@ -293,6 +335,12 @@ TEST(Int8Conv, RefusesWhatItCannotCompute) {
   EXPECT_FALSE(int8ConvTakes(p));  // 2^36 input elements
   p.batch = 1;
   EXPECT_EQ(int8Conv(p, Int8ConvTile::k64x64, bytes, ElementType::kInt32, nullptr), cudaErrorInvalidValue);
+  p.residual = bytes, p.residualType = ElementType::kInt8;
+  EXPECT_TRUE(int8ConvTakes(p)) << int8ConvRefusal(p);
+  p.fp8 = true;  // an int8 residual in an fp8 convolution
+  EXPECT_FALSE(int8ConvTakes(p));
+  p.fp8 = false, p.residualType = ElementType::kInt32;
+  EXPECT_FALSE(int8ConvTakes(p));
 }
 
 // Informational: the kernel's time at ResNet-50's layers on the H200 (cuDNN fp16 takes about

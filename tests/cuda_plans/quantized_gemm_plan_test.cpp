@@ -197,6 +197,37 @@ TEST(QuantizedGemmPlan, RefusesWhatTheKernelsDoNotTake) {
   ASSERT_TRUE(quantizedGemmRefusal(layer, LayerSignature{}).has_value());
 }
 
+// An int8 residual with its scale (input 11): the int8 layer's plan carries the scale for the
+// epilogues; an fp8 layer refuses it with a reason (the schema does too).
+TEST(QuantizedGemmPlan, AnInt8ResidualIsTakenByInt8LayersWithItsScale) {
+  Network network;
+  network.addInput("x", DataType::kFloat32, Shape::fromDims({1, 16, 4, 4}));
+  network.addInput("z", DataType::kInt8, Shape::fromDims({1, 16, 4, 4}));
+  network.addConstant("w", randomWeights({16, 16, 1, 1}, 5));
+  network.addConstant("xs", HostTensor::scalar<float>(0.02f));
+  network.addConstant("ws", HostTensor::scalar<float>(0.01f));
+  network.addConstant("zs", HostTensor::scalar<float>(0.0375f));
+  Layer layer;
+  layer.name = "qconv";
+  layer.domain = fused::kDomain;
+  layer.opType = quantized::kQuantizedConv;
+  layer.attributes[fused::kBase] = std::string("Conv");
+  layer.inputs = {"x", "w", "", "z", "xs", "ws", "", "", "", "", "", "zs"};
+  layer.outputs = {"y"};
+  network.addLayer(layer);
+  network.inferShapes();
+  const LayerSignature signature = layerSignature(network, network.layers()[0]);
+  EXPECT_FALSE(quantizedGemmRefusal(network.layers()[0], signature).has_value());
+  const QuantizedGemmPlan plan = planQuantizedGemm(network.layers()[0], signature.weights(), DataType::kFloat32);
+  EXPECT_TRUE(plan.int8Residual);
+  EXPECT_EQ(plan.residualScale, 0.0375f);
+  Layer fp8 = network.layers()[0];
+  fp8.attributes[quantized::kPrecision] = std::string("fp8");
+  const auto why = quantizedGemmRefusal(fp8, signature);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("the residual 'z' is int8"), std::string::npos) << *why;
+}
+
 }  // namespace
 
 // On a GPU: cuBLASLt either offers the fused fp8 product (per-column scales, fp16 output, bias

@@ -77,6 +77,10 @@ Agreement expectBackendsAgree(const std::string& modelBytes, const std::map<std:
   gpuConfig.allowBF16 = precision == Precision::kBF16;
   gpuConfig.strictDevice = options.requireEveryLayerOnGpu;
   gpuConfig.forcedTactics = options.forcedTactics;
+  if (options.configure) {
+    options.configure(cpuConfig);
+    options.configure(gpuConfig);
+  }
   OptimizationProfile profile;
   for (const auto& [name, tensor] : inputs)
     if (!network->tensor(name).shape.isFullyKnown())

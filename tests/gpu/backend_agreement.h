@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -41,6 +42,8 @@ struct AgreementOptions {
   bool requireEveryLayerOnGpu = true;
   std::map<std::string, std::string> forcedTactics;  // layer name -> tactic, for the CUDA build
   double nmseTolerance = 0;  // the bound on every float output's NMSE; 0: nmseTolerance(precision)
+  // Applied to both builds' configs (e.g. an INT8 build with its calibration data); may be empty.
+  std::function<void(BuilderConfig&)> configure;
 };
 
 // Builds `modelBytes` (an ONNX ModelProto) for both backends (CUDA with `precision`; fp16/bf16

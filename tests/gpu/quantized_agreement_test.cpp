@@ -9,12 +9,19 @@
 // differs from the CPU's exact fp32 emulation by about 1e-5 of a value (measured NMSE 1e-9 to
 // 2e-8 in fp32, 1e-5 in fp16): fp8 outputs are held to NMSE 1e-7 (fp16: 5e-5).
 #include "common/qdq_models.h"
+#include "common/residual_block_model.h"
 #include "gpu/backend_agreement.h"
 
 #include <kiln/shape.h>
 
 #include <gtest/gtest.h>
 
+#include <kiln/npy.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
 #include <iostream>
 
 using namespace kiln;
@@ -273,6 +280,60 @@ TEST(QuantizedAgreement, KilnInt8ConvChainPassesInt8Between) {
       std::cout << "[ measured ] Kiln int8 conv chain " << tactic << ": NMSE " << a.worstNmse << "\n";
     }
   }
+}
+
+// A ResNet bottleneck (common/residual_block_model.h) whose channels are multiples of 16, so that
+// Kiln's kernel takes every layer.
+const std::vector<int64_t> kBlockInput{2, 16, 10, 9};
+
+// Both engines calibrated on the same batch (the same scales: calibration runs on the CPU).
+std::function<void(BuilderConfig&)> int8CalibratedOn(const std::string& folder) {
+  return [folder](BuilderConfig& config) {
+    config.allowINT8 = true;
+    config.calibration.dataPath = folder;
+    config.calibration.calibrator = CalibratorKind::kMinMax;
+  };
+}
+
+// conv3 reads its residual b as int8 on the CPU and the GPU (Kiln's kernel for every convolution,
+// or cuBLASLt's product and dequantizing epilogue for conv3); cuDNN's graph, which takes float
+// residuals only, is not among conv3's candidates. The epilogue is the CPU's arithmetic, so fp32
+// agrees to the chain's bound (1e-6), fp16 to one int8 step carried on (5e-5).
+TEST(QuantizedAgreement, Int8ResidualBlockOnKilnKernelAndCublasLt) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / ("kiln_int8_residual_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  writeNpyFile(test::randomFloats(kBlockInput, 67), (folder / "x.npy").string());
+  const auto model = test::residualBlockModel(kBlockInput, 32);
+  for (Precision precision : {Precision::kFP32, Precision::kFP16})
+    for (const bool cublasLt : {false, true}) {
+      const std::string storage = toString(precision);
+      test::AgreementOptions options;
+      options.precision = precision;
+      options.configure = int8CalibratedOn(folder.string());
+      options.nmseTolerance = precision == Precision::kFP32 ? 1e-6 : 5e-5;
+      const std::string kiln = "kiln.int8conv." + storage + ".t1";
+      for (const char* conv : {"conv0", "conv1", "conv2", "conv3", "conv4"}) options.forcedTactics[conv] = kiln;
+      if (cublasLt) options.forcedTactics["conv3"] = "cublaslt.int8gemm." + storage + ".h0";
+      SCOPED_TRACE(storage + ", conv3 on " + options.forcedTactics["conv3"]);
+      const test::Agreement a = test::expectBackendsAgree(model, {{"x", test::randomFloats(kBlockInput, 68)}}, options);
+      test::expectNoFailedTactics(a);
+      bool sawConv3 = false;
+      for (const LayerSummary& l : a.gpuLayers)
+        if (l.name == "conv3") {
+          sawConv3 = true;
+          EXPECT_EQ(l.tactic, options.forcedTactics["conv3"]);
+          ASSERT_GT(l.inputs.size(), 3u);
+          EXPECT_EQ(l.inputs[3].dtype, "int8");
+          for (const TacticCandidate& c : l.tacticCandidates)
+            EXPECT_NE(c.tactic.rfind("cudnn.int8conv.", 0), 0u) << "cuDNN's graph offered an int8 residual";
+        }
+      EXPECT_TRUE(sawConv3);
+      std::cout << "[ measured ] int8 residual block " << storage << " conv3 " << options.forcedTactics["conv3"]
+                << ": NMSE " << a.worstNmse << "\n";
+    }
+  std::filesystem::remove_all(folder);
 }
 
 // The whole Q/DQ CNN (two convolutions, a max pool between 8-bit tensors, a Gemm): int8 / uint8

@@ -7,6 +7,7 @@
 #include "../passes/quantize_layers.h"
 
 #include <algorithm>
+#include <set>
 
 namespace kiln {
 
@@ -104,6 +105,24 @@ std::map<std::string, std::string> fuseExplicitQuantization(const Network& model
   return outcome.keptFloat;
 }
 
+namespace {
+
+// The tensors to calibrate: every candidate's activations, and the residuals its int8 candidates add
+// (ChainInt8Activations gives a result that only residuals read its own calibrated scale: a ResNet
+// stage's downsampling shortcut).
+std::set<std::string> calibratedTensors(const Network& network, const Int8Survey& survey) {
+  std::set<std::string> tensors = survey.activations();
+  for (const Int8Candidate& c : survey.candidates) {
+    const Layer& layer = network.layers()[c.layer];
+    if (c.precision != Precision::kINT8 || !layer.hasInput(quantized::kResidualInput)) continue;
+    const Tensor* residual = network.findTensor(layer.inputs[quantized::kResidualInput]);
+    if (residual && !residual->isConstant() && residual->dtype == DataType::kFloat32) tensors.insert(residual->name);
+  }
+  return tensors;
+}
+
+}  // namespace
+
 bool quantizesLayers(const BuilderConfig& config) {
   if (config.allowINT8 || config.allowFP8 || config.allowFP4) return true;
   for (const auto& [layer, precision] : config.layerPrecisions)
@@ -125,7 +144,8 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
     report.warnings.push_back("fp4 (NVFP4) runs on Blackwell GPUs only: Kiln emulates it on the CPU, exactly, so "
                               "that its accuracy can be judged here (slower than fp32)");
   if (!survey.candidates.empty()) {
-    report.calibration = calibration::activationScales(model, network, survey.activations(), config, progress);
+    report.calibration =
+        calibration::activationScales(model, network, calibratedTensors(network, survey), config, progress);
     PassContext context;
     context.backend = config.backend;
     context.optimizationLevel = config.optimizationLevel;
@@ -133,7 +153,7 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
     const QuantizeNetwork quantize = [&](Network& target, Int8Survey& candidates) {
       records = {createQuantizeLayersPass(candidates, report.calibration.scales)->run(target, context)};
       target.inferShapes();
-      records.push_back(createChainInt8ActivationsPass()->run(target, context));
+      records.push_back(createChainInt8ActivationsPass(&report.calibration.scales)->run(target, context));
       target.inferShapes();
     };
     if (config.quantizeWhereFaster)

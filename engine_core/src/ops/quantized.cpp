@@ -24,20 +24,22 @@
 // (e2m1 * s_b) sum in fp32, times x_scale * w_scale.
 //
 // kiln.QuantizedConv   inputs X, W, [B], [Z], x_scale, w_scale, [x_zero_point], [], [y_scale, y_zero_point],
-//                      [w_block_scale]
+//                      [w_block_scale], [z_scale]
 //   y = act(acc * x_scale * w_scale[m] + B[m] + Z)  or  act(acc * x_scale * w_scale[m] + B[m]) + Z
 //   X float, int8 or uint8, W int8 [M, C/group, k...], B float32 [M], Z the output's shape, x_scale
 //   a float32 scalar, w_scale float32 [M] (one per output channel) or a scalar, zero points int8 or
 //   uint8 scalars. fp4 block scales: [M, ceil(C/group / 16), k...]. Attributes: base ("Conv"),
 //   precision, that op's attributes and the epilogue attributes of kiln.FusedConv.
 // kiln.QuantizedMatMul inputs A, B, [C], [Z], a_scale, b_scale, [a_zero_point], [b_zero_point],
-//                      [y_scale, y_zero_point], [b_block_scale]
+//                      [y_scale, y_zero_point], [b_block_scale], [z_scale]
 //   y = act(acc * a_scale * b_scale[n] + C[n] + Z)  or  ... + Z after the activation, with
 //   acc = (A - a_zero_point) · (B - b_zero_point) as MatMul multiplies (batch dims broadcast). B is
 //   int8 constant weights (b_scale [N] per column or a scalar, no zero point) or an activation:
 //   float (quantized on entry) or int8 / uint8, with a scalar b_scale and an optional zero point.
 //   fp4 weights are [K, N] with block scales [ceil(K / 16), N]; an fp4 B activation is quantized
 //   on entry like A, in blocks along K. C is a bias [N]. Epilogue attributes as for kiln.FusedConv.
+// The residual Z is float, or (int8 layers) int8 with z_scale (input 11, a float32 scalar): Z then
+// stands for float(Z_q) * z_scale, rounded once to fp32 (quantized.h's kResidualScaleInput).
 #include "quantized.h"
 
 #include "op_families.h"
@@ -195,6 +197,24 @@ void inferAsFloatBase(InferenceContext& ctx, const std::string& baseType, size_t
   ctx.setOutput(0, outputType(ctx), out);
 }
 
+// The residual (input 3): float, or int8 with its scale (input 11) in an int8 layer.
+void checkResidual(const InferenceContext& ctx, Precision precision) {
+  const bool scaled = ctx.hasInput(quantized::kResidualScaleInput);
+  if (!ctx.hasInput(quantized::kResidualInput)) {
+    if (scaled) ctx.fail("z_scale (input 11) needs an int8 residual (input 3)");
+    return;
+  }
+  const DataType z = ctx.inputType(quantized::kResidualInput);
+  if (z != DataType::kInt8) {
+    if (scaled) ctx.fail("z_scale (input 11) is for an int8 residual; the residual is " + std::string(toString(z)));
+    return;
+  }
+  if (precision != Precision::kINT8)
+    ctx.fail(std::string("an int8 residual needs an int8 layer; this one is ") + quantized::precisionName(precision));
+  if (!scaled) ctx.fail("the int8 residual (input 3) needs its scale z_scale (input 11)");
+  checkScalarScale(ctx, quantized::kResidualScaleInput, "z_scale");
+}
+
 void inferQuantizedConv(InferenceContext& ctx) {
   const std::string base = ctx.layer().attrString(fused::kBase, "");
   if (base != "Conv") ctx.fail("attribute 'base' must be Conv, got '" + base + "'");
@@ -205,6 +225,7 @@ void inferQuantizedConv(InferenceContext& ctx) {
   checkQuantizedOperand(ctx, 0, "X", precision);
   checkScalarScale(ctx, kActivationScaleInput, "x_scale");
   checkZeroPoint(ctx, kActivationZeroPointInput, "x_zero_point", 0, precision);
+  checkResidual(ctx, precision);
   if (ctx.hasInput(kWeightZeroPointInput)) ctx.fail("quantized weights are symmetric: w_zero_point must be absent");
   const Shape& w = ctx.inputShape(1);
   std::vector<Dim> blocks;  // [M, ceil(C/group / 16), k...]
@@ -227,6 +248,7 @@ void inferQuantizedMatMul(InferenceContext& ctx) {
   checkScalarScale(ctx, kActivationScaleInput, "a_scale");
   checkZeroPoint(ctx, kActivationZeroPointInput, "a_zero_point", 0, precision);
   checkZeroPoint(ctx, kWeightZeroPointInput, "b_zero_point", 1, precision);
+  checkResidual(ctx, precision);
   std::vector<Dim> blocks;  // [ceil(K / 16), N]
   if (bShape.hasRank() && bShape.rank() == 2) blocks = {blocksOf(bShape[0]), bShape[1]};
   checkFp4(ctx, precision, fp4Weights, blocks);

@@ -24,8 +24,15 @@ inline constexpr size_t kWeightZeroPointInput = 7;
 inline constexpr size_t kOutputScaleInput = 8;
 inline constexpr size_t kOutputZeroPointInput = 9;
 inline constexpr size_t kWeightBlockScaleInput = 10;  // fp4 only: the weights' e4m3 block scales
+// int8 layers only: the float32 scalar scale of an int8 residual (input 3), present exactly when the
+// residual is int8. The epilogue adds r = float(r_q) * r_scale, one fp32 multiply rounded to nearest
+// (never fused with the add), where it adds a float residual: y = act(acc * m + bias + r) or
+// act(acc * m + bias) + r (attribute residual_before_activation). An int8 chain's block output
+// thus crosses to the next block's last convolution as one byte a value (passes/chain_int8_activations.cpp).
+inline constexpr size_t kResidualScaleInput = 11;
+inline constexpr size_t kResidualInput = 3;
 inline constexpr size_t kMinInputCount = 6;
-inline constexpr size_t kMaxInputCount = 11;
+inline constexpr size_t kMaxInputCount = 12;
 
 // The element type the layer multiplies in: "int8" (when absent), "fp8" (e4m3) or "fp4" (NVFP4's
 // e2m1 with e4m3 scales per block of kFp4BlockSize along K); Precision's names.

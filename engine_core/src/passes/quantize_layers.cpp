@@ -180,7 +180,7 @@ class QuantizeLayersPass final : public Pass {
     q.inputs[quantized::kWeightScaleInput] = uniqueTensorName(network, source + tag + "_scale");
     network.addConstant(q.inputs[quantized::kWeightScaleInput], std::move(weights.scales));
     if (precision != Precision::kFP4) return;
-    q.inputs.resize(quantized::kMaxInputCount);
+    q.inputs.resize(quantized::kWeightBlockScaleInput + 1);
     q.inputs[quantized::kWeightBlockScaleInput] = uniqueTensorName(network, source + tag + "_block_scale");
     network.addConstant(q.inputs[quantized::kWeightBlockScaleInput], std::move(weights.blockScales));
   }

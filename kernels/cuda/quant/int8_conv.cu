@@ -60,6 +60,8 @@ struct ConvArgs {
   const float* bias;
   const void* residual;
   ElementType residualType;
+  float residualScale;
+  bool residualVectors;  // an int8 residual 16-byte aligned: a thread's values in one load
   bool residualBeforeActivation;
   Activation activation;
   float alpha, beta, outputScale;
@@ -164,6 +166,31 @@ __device__ __forceinline__ void loadResidualPair(const ConvArgs& p, size_t at, f
     const float2 f = *reinterpret_cast<const float2*>(static_cast<const float*>(p.residual) + at);
     r0 = f.x, r1 = f.y;
   }
+}
+
+// The residual of a thread's V consecutive channels at `at` (V = 16 / sizeof(Y): 4, 8 or 16; `at`
+// a multiple of V): an int8 one dequantized as one vector load of V bytes where it is aligned
+// (one rounding, not fused into the add that follows), a float one in pairs.
+template <int V>
+__device__ __forceinline__ void loadResidual(const ConvArgs& p, size_t at, float (&r)[V]) {
+  if (p.residualType == ElementType::kInt8) {
+    const int8_t* q = static_cast<const int8_t*>(p.residual) + at;
+    int8_t values[V];
+    if (p.residualVectors) {
+      using Vector = std::conditional_t<V == 16, uint4, std::conditional_t<V == 8, uint2, uint32_t>>;
+      static_assert(sizeof(Vector) == V, "one vector of V int8 values");
+      const Vector vector = *reinterpret_cast<const Vector*>(q);
+      std::memcpy(values, &vector, V);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) values[j] = q[j];
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) r[j] = __fmul_rn(float(values[j]), p.residualScale);
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < V; j += 2) loadResidualPair(p, at + size_t(j), r[j], r[j + 1]);
 }
 
 // The epilogue of dequantizeEpilogue on one value (two roundings, as the CPU: the dequantized sum,
@@ -331,14 +358,12 @@ __global__ void __launch_bounds__(C::kThreads, kFp8 ? 1 : C::kMinBlocks)
       const uint4 four = reinterpret_cast<const uint4*>(rowSums)[q];
       std::memcpy(&v[4 * q], &four, 16);
     }
+    float residual[kVector] = {};
+    if (p.residual) loadResidual<kVector>(p, at, residual);
     Y values[kVector];
 #pragma unroll
-    for (int j = 0; j < kVector; j += 2) {
-      float r0 = 0, r1 = 0;
-      if (p.residual) loadResidualPair(p, at + size_t(j), r0, r1);
-      values[j] = storeValue<kOut>(finish(p, float(v[j]), multiplier[j], bias[j], r0), p);
-      values[j + 1] = storeValue<kOut>(finish(p, float(v[j + 1]), multiplier[j + 1], bias[j + 1], r1), p);
-    }
+    for (int j = 0; j < kVector; ++j)
+      values[j] = storeValue<kOut>(finish(p, float(v[j]), multiplier[j], bias[j], residual[j]), p);
     Y* const y = static_cast<Y*>(p.y) + at;
     if (vectorStores) {
       uint4 vector;
@@ -398,7 +423,10 @@ cudaError_t launchTile(const ConvArgs& args, bool fp8, ElementType yType, cudaSt
 bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 size_t residualBytes(ElementType type) {
-  return type == ElementType::kFloat16 || type == ElementType::kBFloat16 ? 2 : type == ElementType::kFloat32 ? 4 : 0;
+  return type == ElementType::kFloat16 || type == ElementType::kBFloat16 ? 2
+         : type == ElementType::kFloat32                                 ? 4
+         : type == ElementType::kInt8                                    ? 1
+                                                                         : 0;
 }
 
 }  // namespace
@@ -434,7 +462,9 @@ const char* int8ConvRefusal(const Int8ConvProblem& p) {
   if (!p.x || !p.w || !p.multipliers) return "its input, filter or multipliers are null";
   if (!aligned(p.x, 16) || !aligned(p.w, 16)) return "its input or filter is not 16-byte aligned";
   if (p.residual && (residualBytes(p.residualType) == 0 || !aligned(p.residual, 2 * residualBytes(p.residualType))))
-    return "its residual is not float32 / float16 / bfloat16 aligned to a pair";
+    return "its residual is not float32 / float16 / bfloat16 / int8 aligned to a pair";
+  if (p.residual && p.residualType == ElementType::kInt8 && p.fp8)
+    return "an int8 residual is for int8 convolutions, not fp8 ones";
   return nullptr;
 }
 
@@ -457,6 +487,8 @@ cudaError_t int8Conv(const Int8ConvProblem& p, Int8ConvTile tile, void* y, Eleme
   a.kChunks = int32_t(p.kernelH * p.kernelW * a.channelChunks);
   a.kTiles = (a.kChunks + kChunks - 1) / kChunks;
   a.multipliers = p.multipliers, a.bias = p.bias, a.residual = p.residual, a.residualType = p.residualType;
+  a.residualScale = p.residualScale;
+  a.residualVectors = p.residual && p.residualType == ElementType::kInt8 && aligned(p.residual, 16);
   a.residualBeforeActivation = p.residualBeforeActivation;
   a.activation = p.activation, a.alpha = p.alpha, a.beta = p.beta;
   a.outputScale = p.outputScale, a.outputZero = p.outputZero;

@@ -45,7 +45,10 @@ struct Int8ConvProblem {
   const float* multipliers = nullptr;  // [outChannels]: x_scale * w_scale[k]
   const float* bias = nullptr;         // [outChannels] or null
   const void* residual = nullptr;      // [batch, outH, outW, outChannels] float32 / float16 / bfloat16, or null
+  // Or int8 (int8 convolutions only): added as __fmul_rn(float(r_q), residualScale)
+  // (engine_core/src/ops/quantized.h's kResidualScaleInput), read as 16-byte vectors where aligned.
   ElementType residualType = ElementType::kFloat32;
+  float residualScale = 1;
   bool residualBeforeActivation = true;
   Activation activation = Activation::kNone;
   float alpha = 0, beta = 0;  // Clip: min, max; HardSigmoid: alpha, beta; LeakyRelu: alpha

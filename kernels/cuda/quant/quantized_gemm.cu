@@ -138,8 +138,12 @@ __device__ __forceinline__ Y storeValue(float v, const DequantizeEpilogue& e) {
 }
 
 template <int V>
-__device__ __forceinline__ void loadResidual(const void* p, size_t at, ElementType type, float (&out)[V]) {
-  if (type == ElementType::kFloat16) {
+__device__ __forceinline__ void loadResidual(const void* p, size_t at, ElementType type, float scale, float (&out)[V]) {
+  if (type == ElementType::kInt8) {  // one rounding, never fused into the add that follows
+    const Pack<int8_t, V> r = loadPack<int8_t, V>(p, at);
+#pragma unroll
+    for (int k = 0; k < V; ++k) out[k] = __fmul_rn(float(r.v[k]), scale);
+  } else if (type == ElementType::kFloat16) {
     const Pack<__half, V> r = loadPack<__half, V>(p, at);
 #pragma unroll
     for (int k = 0; k < V; ++k) out[k] = __half2float(r.v[k]);
@@ -193,7 +197,7 @@ __global__ void dequantizeKernel(uint32_t count, FastDivider byGroups, FastDivid
     }
     float residual[V] = {};
     if (e.residual) {
-      loadResidual<V>(e.residual, e.residualChannelsFirst ? firstAt : at, e.residualType, residual);
+      loadResidual<V>(e.residual, e.residualChannelsFirst ? firstAt : at, e.residualType, e.residualScale, residual);
       if (e.residualBeforeActivation)
 #pragma unroll
         for (int k = 0; k < V; ++k) v[k] = __fadd_rn(v[k], residual[k]);
@@ -284,6 +288,9 @@ cudaError_t quantizedIm2col(const void* x, ElementType xType, const Im2col& g, c
 cudaError_t dequantizeEpilogue(const DequantizeEpilogue& e, void* y, ElementType yType, cudaStream_t stream) {
   if (e.rows <= 0 || e.channels <= 0) return cudaSuccess;
   if (e.channels > kMaxLaunchElements || e.plane <= 0 || !e.multipliers) return cudaErrorInvalidValue;
+  if (e.residual && e.residualType != ElementType::kFloat32 && e.residualType != ElementType::kFloat16 &&
+      e.residualType != ElementType::kBFloat16 && e.residualType != ElementType::kInt8)
+    return cudaErrorInvalidValue;
   const bool anyChannelsFirst = e.channelsFirst || (e.residual && e.residualChannelsFirst);
   if (anyChannelsFirst && e.rows % e.plane != 0) return cudaErrorInvalidValue;
   const int64_t sumStride = e.sumStride ? e.sumStride : e.channels;

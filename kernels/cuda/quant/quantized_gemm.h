@@ -5,7 +5,7 @@
 // epilogue that turns the product's sums into the layer's output. The arithmetic is the CPU
 // kernels' (kernels/cpu/quant/int8_layers.h, small_float_layers.h): q = saturate(round_half_even(
 // x / scale) + zero) or e4m3(x / scale); y = act(float(acc) * x_scale * w_scale[c] + bias[c] (+ Z))
-// (+ Z), quantized again when the layer has an output scale.
+// (+ Z), quantized again when the layer has an output scale; an int8 residual Z is float(Z_q) * z_scale.
 //
 // int8 operands are signed: a uint8 activation enters as q - 128, and the product then needs
 // (128 - zero) * sum_k w[k][c] added to its sums (an int8 one with a zero point, -zero * sum_k w),
@@ -68,7 +68,10 @@ struct DequantizeEpilogue {
   const float* multipliers = nullptr;   // [channels]: x_scale * w_scale[c]
   const float* bias = nullptr;          // [channels] or null
   const void* residual = nullptr;       // or null
+  // float32 / float16 / bfloat16, or int8 (int8 layers): then the residual added is
+  // __fmul_rn(float(r_q), residualScale) (engine_core/src/ops/quantized.h's kResidualScaleInput).
   ElementType residualType = ElementType::kFloat32;
+  float residualScale = 1;
   bool residualBeforeActivation = true;
   Activation activation = Activation::kNone;
   float alpha = 0, beta = 0;  // Clip: min, max; HardSigmoid: alpha, beta; LeakyRelu: alpha

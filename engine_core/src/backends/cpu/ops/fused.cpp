@@ -68,6 +68,10 @@ const float* float32Input(const KernelContext& ctx, size_t i, int64_t expectedCo
 }
 
 kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out) {
+  return readEpilogue(ctx, out, nullptr);
+}
+
+kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out, const float* residualValues) {
   const Layer& layer = ctx.layer();
   kernels::Epilogue e;
   e.activation = parseActivation(ctx, layer.attrString(fused::kActivation, ""));
@@ -77,7 +81,7 @@ kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out) 
     if (ctx.input(3).dims() != out.dims())
       ctx.fail("the residual has shape " + dimsToString(ctx.input(3).dims()) + " but the output has shape " +
                dimsToString(out.dims()));
-    e.residual = float32Input(ctx, 3, out.elementCount(), "the residual");
+    e.residual = residualValues ? residualValues : float32Input(ctx, 3, out.elementCount(), "the residual");
     e.residualBeforeActivation = layer.attrInt(fused::kResidualBeforeActivation, 1) != 0;
   }
   return e;

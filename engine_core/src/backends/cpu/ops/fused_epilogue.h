@@ -13,5 +13,8 @@ const float* float32Input(const KernelContext& ctx, size_t i, int64_t expectedCo
 // The activation and residual (input 3) of a fused layer whose output is `out`; the bias is the
 // caller's (its layout depends on the base op).
 kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out);
+// The same with the residual's float32 values given (null: input 3 as it is), e.g. a quantized
+// layer's int8 residual dequantized.
+kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out, const float* residualValues);
 
 }  // namespace kiln

@@ -55,7 +55,7 @@ void quantizedConv(KernelContext& ctx) {
   const float* wScales = scaleValues(ctx, kWeightScaleInput, shape.outChannels, "w_scale", wScaleCount);
   const std::vector<int16_t> centered = centeredOperand(ctx, 0, xq, "X");
   FloatResult y(ctx);
-  const kernels::Epilogue epilogue = readEpilogue(ctx, y.output());
+  const kernels::Epilogue epilogue = y.epilogue();
   kernels::int8Convolution(shape, centered.data(), xq.scale, w.data<int8_t>(), wScales, wScaleCount, bias, epilogue,
                            y.data());
   y.finish();
@@ -149,8 +149,20 @@ FloatResult::FloatResult(KernelContext& ctx) : ctx_(ctx), out_(ctx.allocateOutpu
   if (out_.dtype() != DataType::kFloat32) buffer_.resize(size_t(out_.elementCount()));
 }
 
+kernels::Epilogue FloatResult::epilogue() {
+  if (!ctx_.hasInput(quantized::kResidualInput) || ctx_.input(quantized::kResidualInput).dtype() != DataType::kInt8)
+    return readEpilogue(ctx_, out_);
+  const HostTensor& z = ctx_.input(quantized::kResidualInput);
+  if (!ctx_.hasInput(quantized::kResidualScaleInput)) ctx_.fail("the int8 residual needs its scale (input 11)");
+  const float scale = scalarScale(ctx_, quantized::kResidualScaleInput, "z_scale");
+  residual_.resize(size_t(z.elementCount()));
+  const int8_t* q = z.data<int8_t>();
+  for (size_t i = 0; i < residual_.size(); ++i) residual_[i] = float(q[i]) * scale;
+  return readEpilogue(ctx_, out_, residual_.data());
+}
+
 void FloatResult::finishMatMul(int64_t columns) {
-  kernels::Epilogue epilogue = readEpilogue(ctx_, out_);
+  kernels::Epilogue epilogue = this->epilogue();
   if (ctx_.hasInput(2)) {
     epilogue.bias = float32Input(ctx_, 2, columns, "the bias");
     epilogue.biasLength = columns;

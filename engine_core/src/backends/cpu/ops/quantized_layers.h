@@ -1,6 +1,8 @@
 #pragma once
 // Pieces the CPU kernels of kiln.QuantizedConv / kiln.QuantizedMatMul share: int8 in quantized.cpp,
 // fp8 and fp4 in quantized_small_float.cpp (semantics: engine_core/src/ops/quantized.cpp).
+#include <kernels/cpu/fused/epilogue.h>
+
 #include "../cpu_kernel.h"
 
 #include <cstdint>
@@ -54,6 +56,9 @@ class FloatResult {
   explicit FloatResult(KernelContext& ctx);
   float* data() { return buffer_.empty() ? out_.data<float>() : buffer_.data(); }
   const HostTensor& output() const { return out_; }
+  // The layer's epilogue (readEpilogue's), an int8 residual dequantized as quantized.h defines it
+  // (float(z_q) * z_scale) into a buffer this result keeps.
+  kernels::Epilogue epilogue();
   void finish();
   // A matmul's epilogue (bias C[n] of `columns`, activation, residual), then finish().
   void finishMatMul(int64_t columns);
@@ -61,7 +66,7 @@ class FloatResult {
  private:
   KernelContext& ctx_;
   HostTensor& out_;
-  std::vector<float> buffer_;
+  std::vector<float> buffer_, residual_;
 };
 
 // The fp8 and fp4 layers' kernels, called by the layers' one kernel for their precision.

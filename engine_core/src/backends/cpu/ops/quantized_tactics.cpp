@@ -96,8 +96,7 @@ void runConv(KernelContext& ctx, kernels::OneDnnInt8Convolution& conv, const Cpu
   conv.run(shape, x8, sourceOf(xq), xq.zero, w.data<int8_t>(), acc,
            [&](uint64_t) { return scratch + parts.activation + parts.sums; });
   FloatResult y(ctx);
-  kernels::dequantizeConvolutionAccumulators(shape, acc, xq.scale, wScales, wScaleCount, bias,
-                                             readEpilogue(ctx, y.output()), y.data());
+  kernels::dequantizeConvolutionAccumulators(shape, acc, xq.scale, wScales, wScaleCount, bias, y.epilogue(), y.data());
   y.finish();
 }
 

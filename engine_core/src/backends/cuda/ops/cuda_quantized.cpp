@@ -253,6 +253,7 @@ class QuantizedGemmStep : public CudaStep {
     if (hasResidual_) {
       e.residual = input(args, kResidual);
       e.residualType = elementType(args.inputs[kResidual]);
+      e.residualScale = plan_.residualScale;
     }
     e.residualBeforeActivation = plan_.epilogue.residualBeforeActivation;
     e.activation = plan_.epilogue.activation, e.alpha = plan_.epilogue.alpha, e.beta = plan_.epilogue.beta;

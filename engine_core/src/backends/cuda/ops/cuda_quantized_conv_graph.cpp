@@ -63,6 +63,9 @@ std::optional<std::string> refusal(const Layer& layer, const QuantizedGemmPlan& 
   if (layer.hasInput(quantized::kOutputScaleInput) && (!quantizedOutput || plan.outputZero != 0))
     return "its output is not symmetric in its operand type";
   if (plan.channels % kChannelVector != 0) return "its output channels are not a multiple of 16";
+  // cuDNN's graph reads its residual in the float storage of the convolution's output; Kiln's kernel
+  // and cuBLASLt's epilogue dequantize an int8 one.
+  if (!kiln && plan.int8Residual) return "cuDNN's graph takes a float residual, not an int8 one";
   if (!kiln && plan.epilogue.activation != kernels::Activation::kNone &&
       !ConvGraphProblem::graphHasActivation(plan.epilogue))
     return "cuDNN has no pointwise op for its activation";
@@ -253,7 +256,7 @@ class QuantizedGraphConvStep : public CudaStep {
     kp.x = x, kp.w = filter_.get();
     kp.multipliers = static_cast<const float*>(scales_.get());
     kp.bias = static_cast<const float*>(bias_.get());
-    kp.residual = residual, kp.residualType = residualType;
+    kp.residual = residual, kp.residualType = residualType, kp.residualScale = plan_.residualScale;
     kp.residualBeforeActivation = plan_.epilogue.residualBeforeActivation;
     kp.activation = plan_.epilogue.activation, kp.alpha = plan_.epilogue.alpha, kp.beta = plan_.epilogue.beta;
     kp.outputScale = plan_.outputScale, kp.outputZero = plan_.outputZero;
@@ -305,10 +308,11 @@ class QuantizedGraphConvStep : public CudaStep {
     if (p.y != args.outputs[0].dims)
       throw Error(ErrorCode::kInternal, name_ + ": its convolution makes " + dimsToString(p.y) + " but the output is " +
                                             dimsToString(args.outputs[0].dims));
-    if (hasResidual_ && args.inputs[kResidual].dtype != storage_)
-      throw Error(ErrorCode::kInternal, name_ + ": its residual is " +
-                                            std::string(toString(args.inputs[kResidual].dtype)) + ", not its " +
-                                            std::string(toString(storage_)) + " storage");
+    if (hasResidual_ && args.inputs[kResidual].dtype != (plan_.int8Residual ? DataType::kInt8 : storage_))
+      throw Error(
+          ErrorCode::kInternal,
+          name_ + ": its residual is " + std::string(toString(args.inputs[kResidual].dtype)) + ", not " +
+              (plan_.int8Residual ? std::string("int8") : "its " + std::string(toString(storage_)) + " storage"));
     entry->layout = layoutOf(entry->resolved, x, xType, formats_);
     if (args.workspaceBytes < entry->layout.total())
       throw Error(ErrorCode::kInternal, name_ + ": its workspace of " + std::to_string(args.workspaceBytes) +

@@ -45,7 +45,7 @@ std::optional<std::string> quantizedGemmRefusal(const Layer& layer, const LayerS
            " not a constant: the CUDA kernels multiply an activation by constant 8-bit weights only";
   if (inputOf(tensors, kWeightZeroPointInput)) return std::string("weights with a zero point have no CUDA kernel");
   for (size_t i : {size_t(2), kActivationScaleInput, kWeightScaleInput, kActivationZeroPointInput, kOutputScaleInput,
-                   kOutputZeroPointInput})
+                   kOutputZeroPointInput, quantized::kResidualScaleInput})
     if (const Tensor* t = inputOf(tensors, i); t && !t->isConstant())
       return "its input '" + t->name + "' (a scale, zero point or bias) is not a constant";
   const size_t rank = conv ? 4 : 2;
@@ -61,8 +61,10 @@ std::optional<std::string> quantizedGemmRefusal(const Layer& layer, const LayerS
     if (conv && x->shape.hasRank() && x->shape.rank() != 4)
       return std::string("only 2-D quantized convolutions have a CUDA kernel");
   }
-  if (const Tensor* z = inputOf(tensors, 3); z && !isFloatActivation(z->dtype))
-    return "the residual '" + z->name + "' is " + std::string(toString(z->dtype)) + ", not float";
+  if (const Tensor* z = inputOf(tensors, 3);
+      z && !isFloatActivation(z->dtype) && !(z->dtype == DataType::kInt8 && precision == Precision::kINT8))
+    return "the residual '" + z->name + "' is " + std::string(toString(z->dtype)) + ", not float (or int8 with its " +
+           "scale in an int8 layer)";
   return std::nullopt;
 }
 
@@ -138,6 +140,14 @@ QuantizedGemmPlan planQuantizedGemm(const Layer& layer, const LayerWeights& weig
     plan.bias.assign(values.begin(), values.end());
   }
   plan.epilogue = readFusedEpilogue(layer);
+  if (layer.hasInput(quantized::kResidualScaleInput)) {
+    const HostTensor* zScale = weightOf(weights, quantized::kResidualScaleInput);
+    if (!zScale || zScale->elementCount() != 1)
+      throw Error(ErrorCode::kUnsupported,
+                  layer.describe() + ": the CUDA kernels need its int8 residual's scale as a constant scalar");
+    plan.int8Residual = true;
+    plan.residualScale = float(firstValue(*zScale));
+  }
   if (const HostTensor* yScale = weightOf(weights, kOutputScaleInput)) {
     plan.outputScale = float(firstValue(*yScale));
     if (const HostTensor* yZero = weightOf(weights, kOutputZeroPointInput))
@@ -179,7 +189,8 @@ const std::vector<size_t>& quantizedPlannedInputs() {
                                           kWeightZeroPointInput,
                                           kOutputScaleInput,
                                           kOutputZeroPointInput,
-                                          kWeightBlockScaleInput};
+                                          kWeightBlockScaleInput,
+                                          kResidualScaleInput};
   return inputs;
 }
 

@@ -37,6 +37,8 @@ struct QuantizedGemmPlan {
   FusedEpilogue epilogue;  // the layer's activation and where its residual goes
   float outputScale = 1;   // of an int8 / uint8 / fp8 output
   int32_t outputZero = 0;
+  bool int8Residual = false;  // the residual is int8, added as float(r_q) * residualScale
+  float residualScale = 1;
 };
 
 // Why the CUDA kernels cannot run this quantized layer with these tensors (its weights, scales,
