@@ -13,7 +13,7 @@ namespace kiln::kernels::cuda {
 namespace {
 
 constexpr int kColumns = 64;        // output channels a block: a warp's 8 mma tiles of 8
-constexpr int kMaxSegment = 128;    // output pixels a segment: 8 warps of 16
+constexpr int kMaxSegment = 112;    // output pixels a segment: 7 warps of 16 (ResNet stem's output row)
 constexpr int kStagingStride = 72;  // halves a staged pixel: 64 + 8, so a warp's 4-byte writes hit distinct banks
 constexpr int64_t kIndexLimit = int64_t(1) << 31;
 constexpr int64_t kMaxSharedBytes = 200 * 1024;
@@ -45,34 +45,6 @@ SharedLayout sharedLayout(int64_t paddedReduction, int64_t windowHalves, int64_t
           (std::max(windowHalves, staging) * 2 + 15) / 16 * 16};
 }
 
-#if defined(KILN_CUDA_EMULATION)
-template <class T>
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  kiln_emu::mma16816(c, a, b0, b1, !std::is_same_v<T, __half>);
-}
-#else
-// c (16x8, fp32) += a (16x16, row-major) · b (16x8, column-major). Lane l = 4g + t holds of a the
-// pairs (row g, k 2t, 2t+1), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..); of b (k 2t, 2t+1 |
-// 2t + 8, 2t + 9; column g); of c rows g, g + 8 at columns 2t, 2t + 1.
-template <class T>
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (std::is_same_v<T, __half>)
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-#endif
-
 __device__ __forceinline__ int smaller(int a, int b) { return a < b ? a : b; }
 
 template <class T>
@@ -91,9 +63,10 @@ __device__ __forceinline__ float valueOf(uint16_t b) {
 }
 
 // Block (b, column block): the segments b, b + gridDim.x, ... (segment s: output row s / segments of
-// the batch's N·P rows, its part s % segments) for output channels 64 · column block on.
+// the batch's N·P rows, its part s % segments) for output channels 64 · column block on. 4 blocks of
+// 7 warps an SM: 72 registers a thread, no spills (sm_90).
 template <class T>
-__global__ void __launch_bounds__(32 * kMaxSegment / 16) smallChannelConvKernel(const __grid_constant__ Args p) {
+__global__ void __launch_bounds__(32 * kMaxSegment / 16, 4) smallChannelConvKernel(const __grid_constant__ Args p) {
 #if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_EMULATION)
   extern __shared__ uint4 shared[];
   const int kp = p.paddedReduction, filterStride = kp + 8;
@@ -130,23 +103,35 @@ __global__ void __launch_bounds__(32 * kMaxSegment / 16) smallChannelConvKernel(
     __syncthreads();  // the setup above, or the last segment's staged tile, has been read
     // The window: input rows oh·strideH - padTop + r·dilationH, columns from ow0·strideW - padLeft.
     const int ihBase = oh * p.strideH - p.padTop, iwBase = ow0 * p.strideW - p.padLeft;
-    for (int e = tid; e < windowRows * p.windowCols; e += threads) {
-      int c, r, col;
-      if (p.xChannelsLast) {  // channel fastest: the lanes read a pixel's channels side by side
-        c = e % p.channels;
-        const int rest = e / p.channels;
-        col = rest % p.windowCols, r = rest / p.windowCols;
-      } else {  // column fastest: the lanes read along an input row
-        col = e % p.windowCols;
-        const int rest = e / p.windowCols;
-        r = rest % p.kernelH, c = rest / p.kernelH;
+    // A warp a window row, a lane a column: no division an element, reads along an input row (NCHW)
+    // or a pixel's channels together (NHWC).
+    const int warps = threads / 32;
+    if (p.xChannelsLast) {
+      for (int r = warp; r < p.kernelH; r += warps) {
+        const int ih = ihBase + r * p.dilationH;
+        const bool rowInside = unsigned(ih) < unsigned(p.inH);
+        const uint16_t* const source = p.x + size_t(n * p.inH + (rowInside ? ih : 0)) * p.inW * p.channels;
+        for (int col = lane; col < p.windowCols; col += 32) {
+          const int iw = iwBase + col;
+          const bool inside = rowInside && unsigned(iw) < unsigned(p.inW);
+          for (int c = 0; c < p.channels; ++c)
+            region[(c * p.kernelH + r) * p.windowCols + col] = inside ? source[iw * p.channels + c] : uint16_t(0);
+        }
       }
-      const int ih = ihBase + r * p.dilationH, iw = iwBase + col;
-      uint16_t v = 0;
-      if (unsigned(ih) < unsigned(p.inH) && unsigned(iw) < unsigned(p.inW))
-        v = p.xChannelsLast ? p.x[((n * p.inH + ih) * p.inW + iw) * p.channels + c]
-                            : p.x[((n * p.channels + c) * p.inH + ih) * p.inW + iw];
-      region[(c * p.kernelH + r) * p.windowCols + col] = v;
+    } else {
+      for (int row = warp; row < windowRows; row += warps) {
+        const int c = row / p.kernelH, r = row - c * p.kernelH, ih = ihBase + r * p.dilationH;
+        uint16_t* const target = region + row * p.windowCols;
+        if (unsigned(ih) >= unsigned(p.inH)) {
+          for (int col = lane; col < p.windowCols; col += 32) target[col] = 0;
+          continue;
+        }
+        const uint16_t* const source = p.x + (size_t(n * p.channels + c) * p.inH + ih) * p.inW;
+        for (int col = lane; col < p.windowCols; col += 32) {
+          const int iw = iwBase + col;
+          target[col] = unsigned(iw) < unsigned(p.inW) ? source[iw] : uint16_t(0);
+        }
+      }
     }
     for (int e = tid; e < p.zeroTail; e += threads) region[p.windowElements + e] = 0;
     __syncthreads();
@@ -172,8 +157,8 @@ __global__ void __launch_bounds__(32 * kMaxSegment / 16) smallChannelConvKernel(
         // Matrices: channels 0-7 k 0-7, channels 0-7 k 8-15, channels 8-15 k 0-7, 8-15 k 8-15.
         uint32_t b[4];
         loadMatrices(b, filter + (tp * 16 + lane % 8 + lane / 16 * 8) * filterStride + step * 16 + lane / 8 % 2 * 8);
-        mma<T>(acc[2 * tp], a, b[0], b[1]);
-        if (2 * tp + 1 < tilesN) mma<T>(acc[2 * tp + 1], a, b[2], b[3]);
+        mma16816<T>(acc[2 * tp], a, b[0], b[1]);
+        if (2 * tp + 1 < tilesN) mma16816<T>(acc[2 * tp + 1], a, b[2], b[3]);
       }
     }
     __syncthreads();  // every warp is done with the window
@@ -212,8 +197,10 @@ __global__ void __launch_bounds__(32 * kMaxSegment / 16) smallChannelConvKernel(
 #endif
 }
 
-// Resident blocks the grid fills the device with (they loop over the segments).
-int residentBlocks(int threads, int64_t sharedBytes) {
+// Blocks resident on the whole device at once: the grid (they loop over the segments), so that no
+// second wave of blocks starts late and finishes alone.
+template <class Kernel>
+int residentBlocks(Kernel kernel, int threads, int64_t sharedBytes) {
   static int smCounts[64] = {};
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) device = 0;
@@ -222,8 +209,14 @@ int residentBlocks(int threads, int64_t sharedBytes) {
     smCounts[device] =
         cudaGetDeviceProperties(&prop, device) == cudaSuccess ? std::max(1, prop.multiProcessorCount) : 1;
   }
-  const int byThreads = 2048 / threads, byShared = int(std::max<int64_t>(1, 227 * 1024 / (sharedBytes + 1024)));
-  return smCounts[device] * std::max(1, std::min(byThreads, byShared));
+  int perSm = 1;
+#if !defined(KILN_CUDA_EMULATION)
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, size_t(sharedBytes)) != cudaSuccess)
+    perSm = 1;
+#else
+  (void)kernel, (void)threads, (void)sharedBytes;
+#endif
+  return smCounts[device] * std::max(1, perSm);
 }
 
 struct Geometry {
@@ -257,6 +250,7 @@ const char* smallChannelConvRefusal(const SmallChannelConvProblem& p) {
   if (p.kernelH * p.kernelW * p.channels > kSmallConvMaxReduction) return "its window has more than 512 taps";
   if (p.batch * p.channels * p.inH * p.inW >= kIndexLimit) return "its input has 2^31 elements or more";
   if (p.batch * p.outH * p.outW * p.outChannels >= kIndexLimit) return "its output has 2^31 elements or more";
+  if (p.outChannels * p.kernelH * p.kernelW * p.channels >= kIndexLimit) return "its filter has 2^31 elements or more";
   if (p.outH * p.strideH + p.kernelH * p.dilationH + p.inH >= (int64_t(1) << 29) ||
       p.outW * p.strideW + p.kernelW * p.dilationW + p.inW >= (int64_t(1) << 29))
     return "its window reaches past 2^29";
@@ -302,7 +296,7 @@ cudaError_t smallChannelConv(const SmallChannelConvProblem& p, const void* x, co
       return status;
 #endif
   const int64_t columnBlocks = (p.outChannels + kColumns - 1) / kColumns;
-  const int64_t blocks = std::min<int64_t>(a.work, residentBlocks(threads, sharedBytes));
+  const int64_t blocks = std::min<int64_t>(a.work, residentBlocks(kernel, threads, sharedBytes));
   kernel<<<dim3(unsigned(blocks), unsigned(columnBlocks)), threads, size_t(sharedBytes), stream>>>(a);
   return launchStatus();
 }

@@ -4,7 +4,7 @@
 // cuDNN pads such an input to 8 channels and runs mostly on zeros; here an implicit GEMM
 // Y[N·P·Q, K] = im2col(X)[N·P·Q, R·S·C padded to 16] · W[K, R·S·C padded]ᵀ (mma.sync m16n8k16, fp32
 // accumulation) builds its im2col rows in registers from an input window in shared memory: a block
-// takes row segments of up to 128 output pixels of one output row (a warp 16 of them, times 64
+// takes row segments of up to 112 output pixels of one output row (a warp 16 of them, times 64
 // output channels), loads the R input rows (all C channels) a segment reads once, zero for padding,
 // and gathers each A fragment's pairs from there with a per-k offset table, so each input byte is
 // read from global memory about R / strideH times (from L2 after the first). The filter is fp32

@@ -18,12 +18,6 @@ namespace k = kernels::cuda;
 
 const std::string kTacticPrefix = "kiln.conv.smallc.";
 
-bool isForwardConv(const Layer& layer) {
-  if (layer.domain == fused::kDomain)
-    return layer.opType == fused::kFusedConv && layer.attrString(fused::kBase, "") == "Conv";
-  return layer.domain.empty() && layer.opType == "Conv";
-}
-
 // The kernel's problem for X [N, C, H, W] and W [K, C, KH, KW] (group 1, 2-D) in `storage`, or
 // nothing where the layer is not one the kernel takes.
 std::optional<k::SmallChannelConvProblem> problemOf(const Layer& base, const std::vector<int64_t>& x,
