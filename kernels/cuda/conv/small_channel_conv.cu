@@ -296,7 +296,9 @@ cudaError_t smallChannelConv(const SmallChannelConvProblem& p, const void* x, co
       return status;
 #endif
   const int64_t columnBlocks = (p.outChannels + kColumns - 1) / kColumns;
-  const int64_t blocks = std::min<int64_t>(a.work, residentBlocks(kernel, threads, sharedBytes));
+  // The resident blocks shared among the column blocks (layers of more than 64 output channels).
+  const int64_t blocks =
+      std::min<int64_t>(a.work, std::max<int64_t>(1, residentBlocks(kernel, threads, sharedBytes) / columnBlocks));
   kernel<<<dim3(unsigned(blocks), unsigned(columnBlocks)), threads, size_t(sharedBytes), stream>>>(a);
   return launchStatus();
 }
