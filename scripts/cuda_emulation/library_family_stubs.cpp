@@ -1,6 +1,7 @@
 // The CUDA backend's library families (cuBLASLt matmuls and recurrent input projections, cuDNN
 // convolutions) register nothing in the emulated backend (run_backend.sh): their layers run on the
-// CPU there. kiln.Attention has only
+// CPU there, except the convolutions Kiln's small-channel kernel takes (fp16 / bf16, static dims,
+// at most 8 input channels: ResNet's stem), which have only that tactic. kiln.Attention has only
 // its fused flash tactics (fp16 / bf16; its two-product step is cuBLASLt's): fp32 layers run on the
 // CPU.
 #include "backends/cuda/cuda_ops.h"
@@ -8,6 +9,8 @@
 #include <cublasLt.h>
 #include <cudnn.h>
 #include "backends/cuda/ops/cuda_flash_attention.h"
+#include "backends/cuda/ops/conv_plan.h"
+#include "backends/cuda/ops/small_channel_conv.h"
 #include "ops/fused.h"
 
 // The backend names the libraries' versions (timing-cache keys); none is linked here.
@@ -16,7 +19,31 @@ extern "C" size_t cudnnGetVersion() { return 0; }
 
 namespace kiln::cuda {
 void registerMatMulCudaOps(CudaOpRegistry&) {}
-void registerConvCudaOps(CudaOpRegistry&) {}
+void registerConvCudaOps(CudaOpRegistry& registry) {
+  auto inputsOf = [](const LayerSignature& signature) {
+    LayerInputs inputs;
+    for (const Tensor* t : signature.inputs) {
+      inputs.types.push_back(t ? t->dtype : DataType::kUndefined);
+      inputs.dims.push_back(t && t->shape.hasRank() && t->shape.isFullyKnown() ? t->shape.knownDims()
+                                                                               : std::vector<int64_t>{});
+    }
+    inputs.weights = signature.weights();
+    return inputs;
+  };
+  CudaOp op;
+  op.supports = [inputsOf](const Layer& layer, Precision precision, const LayerSignature& signature) -> SupportVerdict {
+    if (smallChannelConvTactics(layer, precision, inputsOf(signature)).empty())
+      return {false, "the emulated backend runs only the small-channel convolution tactic"};
+    return {};
+  };
+  op.instantiate = makeSmallChannelConvStep;
+  op.tactics = [](const Layer& layer, Precision precision, const LayerInputs& inputs, CudaDevice&) {
+    return smallChannelConvTactics(layer, precision, inputs);
+  };
+  op.channelsLastInputs = [](const Layer&, const std::string&) -> std::vector<size_t> { return {kConvX}; };
+  registry.add("Conv", op);
+  registry.add(fused::kDomain, fused::kFusedConv, op);
+}
 void registerRecurrentCudaOps(CudaOpRegistry&) {}
 void registerAttentionCudaOps(CudaOpRegistry& registry) {
   CudaOp op;

@@ -300,24 +300,7 @@ TEST(CudaDepthwiseConv, SpeedOnEfficientNetShapes) {
     const size_t bytes = byteSize(type, inCount) + byteSize(type, outCount);
     DeviceBuffer copyFrom(bytes / 2), copyTo(bytes / 2);
     auto copy = [&] { return cudaMemcpyAsync(copyTo.data(), copyFrom.data(), bytes / 2, cudaMemcpyDeviceToDevice); };
-    auto time = [&](auto&& launch) {  // ms a run, the best of 5 averages of 10
-      for (int i = 0; i < 3; ++i) EXPECT_EQ(launch(), cudaSuccess);
-      cudaEvent_t start, stop;
-      cudaEventCreate(&start), cudaEventCreate(&stop);
-      float best = INFINITY;
-      for (int trial = 0; trial < 5; ++trial) {
-        cudaEventRecord(start);
-        for (int i = 0; i < 10; ++i) EXPECT_EQ(launch(), cudaSuccess);
-        cudaEventRecord(stop);
-        cudaEventSynchronize(stop);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, start, stop);
-        best = std::min(best, ms / 10);
-      }
-      cudaEventDestroy(start), cudaEventDestroy(stop);
-      return double(best);
-    };
-    const double ms = time(run), copyMs = time(copy);
+    const double ms = bestMilliseconds(run), copyMs = bestMilliseconds(copy);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::printf(
         "[ depthwise ] %s fp16 bias+SiLU: %.4f ms, %.0f GB/s (in + out %.1f MB); device copy of as many "

@@ -1,11 +1,16 @@
 #pragma once
 // The asynchronous-copy and ldmatrix instructions Kiln's tensor-core kernels share (flash
-// attention, the 8-bit convolution): cp.async groups and four 8x8 matrices of 16-bit elements from
+// attention, the 8-bit convolution): cp.async groups, four 8x8 matrices of 16-bit elements from
 // shared memory to a warp's registers. Lane l gives the address of row l % 8 of matrix l / 8 and
 // receives of matrix i, in r[i], the pair at row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 (8-bit
 // data: row l / 4's bytes 4 (l % 4) .. + 3); with .trans, rows 2 (l % 4) and 2 (l % 4) + 1 of
-// column l / 4. Under the host emulator (scripts/cuda_emulation) they run by their PTX layouts.
+// column l / 4; and mma.sync m16n8k16 on fp16 / bf16 with fp32 sums. Under the host emulator (scripts/cuda_emulation)
+// they run by their PTX layouts.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cstdint>
+#include <type_traits>
 
 namespace kiln::kernels::cuda {
 
@@ -18,6 +23,10 @@ __device__ __forceinline__ void loadMatrices(uint32_t (&r)[4], const void* row) 
 }
 __device__ __forceinline__ void loadMatricesTransposed(uint32_t (&r)[4], const void* row) {
   kiln_emu::loadMatrices(r, static_cast<const uint16_t*>(row), true);
+}
+template <class T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  kiln_emu::mma16816(c, a, b0, b1, !std::is_same_v<T, __half>);
 }
 #else
 __device__ __forceinline__ uint32_t sharedAddress(const void* p) {
@@ -39,6 +48,26 @@ __device__ __forceinline__ void loadMatricesTransposed(uint32_t (&r)[4], const v
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(sharedAddress(row))
                : "memory");
+}
+// c (16x8, fp32) += a (16x16, row-major) · b (16x8, column-major), T __half or __nv_bfloat16. Lane
+// l = 4g + t holds of a the pairs (row g, k 2t, 2t+1), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..);
+// of b (k 2t, 2t+1 | 2t + 8, 2t + 9; column g); of c rows g, g + 8 at columns 2t, 2t + 1.
+template <class T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, __half>)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
 }
 #endif
 

@@ -3,6 +3,7 @@
 #include <kernels/cpu/quant/int4_weight_format.h>
 #include <kernels/cuda/common/device_types.cuh>
 #include <kernels/cuda/common/launch.cuh>
+#include <kernels/cuda/common/warp_matrix.cuh>
 #include <kernels/cuda/elementwise/fused_activation.cuh>
 
 #include <algorithm>
@@ -45,35 +46,6 @@ struct GemmArgs {
   bool vectorA, vectorW;  // 16-byte loads of A's rows / of W's columns
   bool wholeGroupChunks;  // the group size is a multiple of 32: a 32-weight chunk lies in one group
 };
-
-#if defined(KILN_CUDA_EMULATION)
-// The host emulator (scripts/cuda_emulation) runs mma.sync by its PTX layout.
-template <class T>
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  kiln_emu::mma16816(c, a, b0, b1, !std::is_same_v<T, __half>);
-}
-#else
-// c (16x8, fp32) += a (16x16, row-major) · b (16x8, column-major). Lane l = 4g + t holds of a the
-// pairs (row g, columns 2t, 2t+1), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8); of b the pairs
-// (rows 2t, 2t + 1 | 2t + 8, 2t + 9; column g); of c row g then g + 8, columns 2t and 2t + 1.
-template <class T>
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (std::is_same_v<T, __half>)
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-#endif
 
 __device__ __forceinline__ uint32_t wordAt(const Bits* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
@@ -256,7 +228,7 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) int4GemmKernel(const _
         const Bits* column = ws[warpColumn + tn * 8 + g];
         const uint32_t b0 = wordAt(column + kk + 2 * t), b1 = wordAt(column + kk + 2 * t + 8);
 #pragma unroll
-        for (int tm = 0; tm < kTilesM; ++tm) mma<T>(acc[tm][tn], af[tm], b0, b1);
+        for (int tm = 0; tm < kTilesM; ++tm) mma16816<T>(acc[tm][tn], af[tm], b0, b1);
       }
     }
     __syncthreads();

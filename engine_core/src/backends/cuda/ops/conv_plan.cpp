@@ -16,6 +16,12 @@ std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dim
 
 }  // namespace
 
+bool isForwardConv(const Layer& layer) {
+  if (layer.domain == fused::kDomain)
+    return layer.opType == fused::kFusedConv && layer.attrString(fused::kBase, "") == "Conv";
+  return layer.domain.empty() && layer.opType == "Conv";
+}
+
 ConvSpec convSpecOf(const Layer& layer, Precision precision, DataType outputDeclared) {
   ConvSpec s;
   const bool fusedLayer = layer.domain == fused::kDomain;

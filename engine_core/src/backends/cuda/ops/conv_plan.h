@@ -25,6 +25,9 @@ struct ConvSpec {
 
 ConvSpec convSpecOf(const Layer& layer, Precision precision, DataType outputDeclared);
 
+// A forward Conv, or a kiln.FusedConv over one (Kiln's own convolution kernels take these).
+bool isForwardConv(const Layer& layer);
+
 // One set of input dims as a cuDNN convolution plus the pad / crop around it.
 struct ConvPlan {
   ConvProblem problem;

@@ -21,6 +21,7 @@
 #include "../workspace_math.h"
 #include "conv_plan.h"
 #include "depthwise_conv.h"
+#include "small_channel_conv.h"
 #include "graph_conv.h"
 
 #include <kernels/cuda/layout/pad.h>
@@ -178,6 +179,7 @@ std::vector<Tactic> convTactics(const Layer& layer, Precision precision, const L
   // the graph does not; a near tie goes to the graph (its neighbours skip re-layouts).
   std::vector<Tactic> tactics = graphConvTactics(layer, precision, inputs, device);
   for (Tactic& depthwise : depthwiseConvTactics(layer, precision, inputs)) tactics.push_back(std::move(depthwise));
+  for (Tactic& small : smallChannelConvTactics(layer, precision, inputs)) tactics.push_back(std::move(small));
   Tactic& tactic = tactics.emplace_back();
   tactic.id = tacticId(layer, precision);
   tactic.workspaceBytes = kCudnnWorkspaceLimit;
@@ -220,11 +222,14 @@ void registerConvCudaOps(CudaOpRegistry& registry) {
                       CudaDevice& device) -> std::unique_ptr<Step> {
     if (isGraphConvTactic(tactic.id)) return makeGraphConvStep(layer, tactic, signature, device);
     if (isDepthwiseConvTactic(tactic.id)) return makeDepthwiseConvStep(layer, tactic, signature, device);
+    if (isSmallChannelConvTactic(tactic.id)) return makeSmallChannelConvStep(layer, tactic, signature, device);
     return std::make_unique<ConvStep>(layer, tactic, signature, device);
   };
   op.tactics = convTactics;
-  // A graph or depthwise tactic reads X and the residual, and writes Y, in either layout.
+  // A graph or depthwise tactic reads X and the residual, and writes Y, in either layout; the
+  // small-channel one X (it takes no residual).
   op.channelsLastInputs = [](const Layer& layer, const std::string& tactic) -> std::vector<size_t> {
+    if (isSmallChannelConvTactic(tactic)) return {kConvX};
     if (!isGraphConvTactic(tactic) && !isDepthwiseConvTactic(tactic)) return {};
     if (layer.domain == fused::kDomain) return {kConvX, kConvResidual};
     return {kConvX};

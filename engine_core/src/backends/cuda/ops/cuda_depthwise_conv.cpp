@@ -36,11 +36,6 @@ std::optional<k::DepthwiseConv2d> problemOf(const Layer& base, const std::vector
   return p;
 }
 
-bool isForwardConv(const Layer& layer) {
-  if (layer.domain == fused::kDomain) return layer.opType == fused::kFusedConv && layer.attrString(fused::kBase, "") == "Conv";
-  return layer.domain.empty() && layer.opType == "Conv";
-}
-
 // Workspace: linear input, residual and output re-laid out channels-last (where the plan keeps them linear).
 struct Layout {
   uint64_t x = 0, residual = 0, y = 0;
