@@ -73,6 +73,10 @@ void addPrecisionOptions(CLI::App* sub, PrecisionOptions& o) {
                 "With --int8/--fp8/--fp4: time each layer quantized and in the float precision, and quantize only "
                 "those that are faster quantized (TensorRT's choice when precisions are allowed, not obeyed); the "
                 "others stay float and `kiln inspect` gives both times");
+  sub->add_flag("--int8-residuals", o.int8Residuals,
+                "With --int8: a block's output that int8 layers read as input and as residual crosses as int8, the "
+                "residual dequantized in the reader's epilogue (TensorRT's int8 residual; slower than float residuals "
+                "on the H200 today, see docs/benchmarks-gpu.md)");
   sub->add_option("--calib-data", o.calibData,
                   "Folder of .npy calibration batches: NAME.npy or NAME.0.npy, NAME.1.npy, ... per input NAME "
                   "(characters other than letters, digits, . - _ become _); dim 0 of a file is the batch, and a "
@@ -123,6 +127,8 @@ void applyPrecisionOptions(const PrecisionOptions& o, BuilderConfig& config) {
   if (o.quantizeWhereFaster && !o.int8 && !o.fp8 && !o.fp4)
     throw Error(ErrorCode::kInvalidArgument, "--quantize-where-faster needs --int8, --fp8 or --fp4");
   config.quantizeWhereFaster = o.quantizeWhereFaster;
+  if (o.int8Residuals && !o.int8) throw Error(ErrorCode::kInvalidArgument, "--int8-residuals needs --int8");
+  config.int8Residuals = o.int8Residuals;
   config.calibration = calibrationOptions(o);
   if (o.optLevel < 0 || o.optLevel > 5)
     throw Error(ErrorCode::kInvalidArgument, "--opt-level " + std::to_string(o.optLevel) + " is outside 0-5");

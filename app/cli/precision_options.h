@@ -15,6 +15,7 @@ struct PrecisionOptions {
   std::string backend = "cpu";
   bool fp16 = false, bf16 = false, int8 = false, fp8 = false, fp4 = false;
   bool quantizeWhereFaster = false;
+  bool int8Residuals = false;
   std::string calibData, calibrator = "entropy", calibCache;
   std::string calibMean = "0.485,0.456,0.406", calibStd = "0.229,0.224,0.225";  // images only
   double calibPercentile = 99.99;

@@ -274,7 +274,8 @@ TEST(Int8Build, ABlockInputReadAsActivationAndAsResidualCrossesAsInt8) {
     return OnnxImporter().importBytes(test::residualBlockModel({2, 8, 6, 6}, 16, floatReader));
   };
   TempDir dir;
-  const BuilderConfig config = minMaxConfigWithOneBatch(dir, 27);
+  BuilderConfig config = minMaxConfigWithOneBatch(dir, 27);
+  config.int8Residuals = true;
   const BuildResult chained = Builder().build(*model(false), config);
   const BuildResult floatRead = Builder().build(*model(true), config);
   // The layer that reads b as its residual: the last convolution with the Add fused in.
@@ -312,7 +313,9 @@ TEST(Int8Build, ABlockInputReadAsActivationAndAsResidualCrossesAsInt8) {
 TEST(Int8Build, AResultOnlyAResidualReadsCrossesAsInt8AtItsCalibratedScale) {
   const auto network = OnnxImporter().importBytes(test::residualBlockModel({2, 8, 6, 6}, 16, false, true));
   TempDir dir;
-  const BuildResult built = Builder().build(*network, minMaxConfigWithOneBatch(dir, 29));
+  BuilderConfig config = minMaxConfigWithOneBatch(dir, 29);
+  config.int8Residuals = true;
+  const BuildResult built = Builder().build(*network, config);
   const LayerSummary* reader = nullptr;
   for (const LayerSummary& l : built.report.layers)
     if (l.inputs.size() > 3 && (l.inputs[3].name == "d" || l.inputs[3].name == "c3")) reader = &l;
@@ -323,6 +326,12 @@ TEST(Int8Build, AResultOnlyAResidualReadsCrossesAsInt8AtItsCalibratedScale) {
   const HostTensor x = test::randomFloats({2, 8, 6, 6}, 30);
   const HostTensor expected = ReferenceExecutor(network).run({{"x", x}}).at("y").tensor;
   EXPECT_GT(agreement(runPlan(built.plan, x), expected).cosine, 0.995);
+
+  // Without int8Residuals (the default) the residual stays float.
+  config.int8Residuals = false;
+  const BuildResult floatResidual = Builder().build(*network, config);
+  for (const LayerSummary& l : floatResidual.report.layers)
+    if (l.inputs.size() > 3 && l.inputs[3].name == reader->inputs[3].name) EXPECT_NE(l.inputs[3].dtype, "int8");
 }
 
 // --quantize-where-faster: every candidate is either quantized or kept fp32 with both times in its

@@ -75,6 +75,11 @@ struct BuilderConfig {
   // precision, and keeps the quantized one only where it is faster. Layers in layerPrecisions are not
   // questioned; untimed builds (optimisation levels 0 and 1) quantize every candidate.
   bool quantizeWhereFaster = false;
+  // INT8: a result that int8 layers read as their activation and as their residual (a ResNet block's
+  // output) crosses to them as int8, the residual added as float(q) * scale (TensorRT's int8
+  // residual). Off by default: cuDNN's graphs take float residuals only, and with Kiln's 8-bit kernel
+  // and cuBLASLt on those layers ResNet-50 b128 measured 6.53 ms on the H200 against 6.11 without.
+  bool int8Residuals = false;
   // Keep the model's own types everywhere (no precision search).
   bool strongTyping = false;
   // Layer name -> precision it must run in.

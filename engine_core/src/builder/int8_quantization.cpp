@@ -153,7 +153,8 @@ std::map<std::string, std::string> quantizeForInt8(const Network& model, Network
     const QuantizeNetwork quantize = [&](Network& target, Int8Survey& candidates) {
       records = {createQuantizeLayersPass(candidates, report.calibration.scales)->run(target, context)};
       target.inferShapes();
-      records.push_back(createChainInt8ActivationsPass(&report.calibration.scales)->run(target, context));
+      records.push_back(
+          createChainInt8ActivationsPass(&report.calibration.scales, config.int8Residuals)->run(target, context));
       target.inferShapes();
     };
     if (config.quantizeWhereFaster)

@@ -49,8 +49,8 @@ struct Readers {
 
 class ChainInt8ActivationsPass final : public Pass {
  public:
-  explicit ChainInt8ActivationsPass(const std::map<std::string, float>* calibratedScales)
-      : calibratedScales_(calibratedScales) {}
+  ChainInt8ActivationsPass(const std::map<std::string, float>* calibratedScales, bool residuals)
+      : calibratedScales_(calibratedScales), residuals_(residuals) {}
   std::string name() const override { return "ChainInt8Activations"; }
 
  private:
@@ -106,7 +106,7 @@ class ChainInt8ActivationsPass final : public Pass {
         if (reader.inputs[k] != tensor) continue;
         if (k == 0)
           activation = true;
-        else if (k == kResidualInput && !reader.hasInput(kResidualScaleInput))
+        else if (k == kResidualInput && residuals_ && !reader.hasInput(kResidualScaleInput))
           residual = true;
         else
           return none;  // also its weights, or a scale
@@ -134,12 +134,14 @@ class ChainInt8ActivationsPass final : public Pass {
   }
 
   const std::map<std::string, float>* calibratedScales_;
+  bool residuals_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> createChainInt8ActivationsPass(const std::map<std::string, float>* calibratedScales) {
-  return std::make_unique<ChainInt8ActivationsPass>(calibratedScales);
+std::unique_ptr<Pass> createChainInt8ActivationsPass(const std::map<std::string, float>* calibratedScales,
+                                                     bool residuals) {
+  return std::make_unique<ChainInt8ActivationsPass>(calibratedScales, residuals);
 }
 
 }  // namespace kiln

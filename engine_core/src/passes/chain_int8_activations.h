@@ -11,6 +11,8 @@
 namespace kiln {
 
 // `calibratedScales` (tensor -> scale; may be null) gives a result that only residuals read its scale.
-std::unique_ptr<Pass> createChainInt8ActivationsPass(const std::map<std::string, float>* calibratedScales = nullptr);
+// residuals: whether residual readers take the tensor as int8 too (BuilderConfig::int8Residuals).
+std::unique_ptr<Pass> createChainInt8ActivationsPass(const std::map<std::string, float>* calibratedScales = nullptr,
+                                                     bool residuals = true);
 
 }  // namespace kiln
