@@ -6,7 +6,9 @@ each precision (fp16; tf32 = fp32 with TF32) and batch (1 and large): PyTorch ea
 graph and torch.compile(mode="reduce-overhead", inductor freezing on so BatchNorm and constants fold
 as Kiln folds them), CNNs in channels_last; then `kiln build --backend cuda` and `kiln profile
 --no-data-transfers --cuda-graph` (GPU compute per batch, median). Kiln's outputs are checked against
-PyTorch's fp32 outputs on the same input (relative L2; fp16 must stay within 1e-2).
+PyTorch's fp32 outputs on the same input (relative L2; fp16 must stay within 1e-2), beside the same
+measure for PyTorch's own run in the row's precision ("torch rel-L2"): the error the model itself has
+in fp16 or TF32, the yardstick for Kiln's.
 
 Quantized rows (int8, fp8): `kiln build --fp16 --int8|--fp8 --calib-data` with calibration inputs
 drawn like the measured ones (another seed); int4: `kiln build --fp16 --int4-weights` (weight-only,
@@ -164,6 +166,23 @@ def reference_outputs(name, inputs):
     m = wrapped(name).cuda()
     with torch.inference_mode():
         y = m(*[t.cuda() for t in inputs.values()])
+    return y.float().cpu().numpy()
+
+
+def peer_outputs(name, inputs, precision):
+    """PyTorch's outputs in the row's precision (fp16, or fp32 with TF32), as the peers compute them."""
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    m = wrapped(name).cuda()
+    x = [t.cuda() for t in inputs.values()]
+    if precision == "fp16":
+        m = m.half()
+        x = [t.half() if t.is_floating_point() else t for t in x]
+    if name in CNN:
+        m = m.to(memory_format=torch.channels_last)
+        x = [t.to(memory_format=torch.channels_last) for t in x]
+    with torch.inference_mode():
+        y = m(*x)
     return y.float().cpu().numpy()
 
 
@@ -328,6 +347,10 @@ def main():
                         row["peers"][mode] = None
                         print(f"# {name} {precision} b{batch} {mode}: {type(e).__name__}: {str(e)[:200]}", flush=True)
                 peers_of[peer_precision] = dict(row["peers"])
+                try:
+                    row["torch_rel_l2"] = rel_l2(peer_outputs(name, inputs, peer_precision), expected)
+                except Exception as e:  # the yardstick is informative; a failure is reported, not fatal
+                    print(f"# {name} {precision} b{batch}: PyTorch {peer_precision} outputs: {str(e)[:200]}", flush=True)
                 k = kiln(args, name, batch, precision, inputs, onnx_path, work)
                 if precision == "fp16":
                     kiln_fp16_ms = k.get("ms")
@@ -350,7 +373,7 @@ def main():
 def print_row(row, flush_header):
     if flush_header:
         print(f"{'model':20s} {'prec':5s} {'batch':>5s} {'kiln ms':>9s} {'kiln /s':>9s} {'best peer':>18s} "
-              f"{'peer ms':>9s} {'peer/kiln':>9s} {'rel-L2':>9s} {'build s':>8s}")
+              f"{'peer ms':>9s} {'peer/kiln':>9s} {'rel-L2':>9s} {'torch rel-L2':>12s} {'build s':>8s}")
     peers = {m: ms for m, ms in row["peers"].items() if ms}
     best = min(peers, key=peers.get) if peers else "-"
     kms, pms = row["kiln_ms"], peers.get(best)
@@ -364,7 +387,7 @@ def print_row(row, flush_header):
     if row.get("kiln_fp16_ms") and kms:
         versus_fp16 = f"  (Kiln fp16 {row['kiln_fp16_ms']:.3f} ms: {row['kiln_fp16_ms'] / kms:.2f}x)"
     print(f"{row['model']:20s} {row['precision']:5s} {row['batch']:5d} {kiln_text} {best:>18s} {peer_text} {ratio} "
-          f"{row['rel_l2']:9.2e} {build}" + (f"  ({row['kiln_error']})" if row.get("kiln_error") else "") +
+          f"{row['rel_l2']:9.2e} {row.get('torch_rel_l2', float('nan')):12.2e} {build}" + (f"  ({row['kiln_error']})" if row.get("kiln_error") else "") +
           versus_fp16, flush=True)
 
 

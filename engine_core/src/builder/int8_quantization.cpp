@@ -109,7 +109,8 @@ namespace {
 
 // The tensors to calibrate: every candidate's activations, and the residuals its int8 candidates add
 // (ChainInt8Activations gives a result that only residuals read its own calibrated scale: a ResNet
-// stage's downsampling shortcut).
+// stage's downsampling shortcut). The residuals are calibrated with --int8-residuals off too: two
+// more histograms a stage, and one calibration cache then serves builds with and without it.
 std::set<std::string> calibratedTensors(const Network& network, const Int8Survey& survey) {
   std::set<std::string> tensors = survey.activations();
   for (const Int8Candidate& c : survey.candidates) {

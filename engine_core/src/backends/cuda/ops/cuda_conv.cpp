@@ -1,7 +1,8 @@
 // Conv, ConvTranspose and kiln.FusedConv on cuDNN (cudnn_conv.h): 1-D to 3-D, groups (depthwise
 // included), strides, dilations, pads from auto_pad or attributes, in fp32 (FMA math, no TF32),
 // tf32, fp16 and bf16 (fp32 accumulation). NCHW. fp16 / bf16 2-D convolutions that cuDNN's
-// graph takes run there instead (cuda_graph_conv.cpp, channels-last, epilogue fused).
+// graph takes run there instead (cuda_graph_conv.cpp, channels-last, epilogue fused), and
+// pointwise ones also as cuBLASLt products (cuda_gemm_conv.cpp); the builder times them all.
 //
 // cuDNN pads both sides alike. A Conv whose pads differ pads the difference into the workspace
 // first (kernels/cuda/layout pad) and convolves that with the common part. A ConvTranspose is
@@ -21,6 +22,7 @@
 #include "../workspace_math.h"
 #include "conv_plan.h"
 #include "depthwise_conv.h"
+#include "gemm_conv.h"
 #include "small_channel_conv.h"
 #include "graph_conv.h"
 
@@ -180,6 +182,7 @@ std::vector<Tactic> convTactics(const Layer& layer, Precision precision, const L
   std::vector<Tactic> tactics = graphConvTactics(layer, precision, inputs, device);
   for (Tactic& depthwise : depthwiseConvTactics(layer, precision, inputs)) tactics.push_back(std::move(depthwise));
   for (Tactic& small : smallChannelConvTactics(layer, precision, inputs)) tactics.push_back(std::move(small));
+  for (Tactic& gemm : gemmConvTactics(layer, precision, inputs, device)) tactics.push_back(std::move(gemm));
   Tactic& tactic = tactics.emplace_back();
   tactic.id = tacticId(layer, precision);
   tactic.workspaceBytes = kCudnnWorkspaceLimit;
@@ -223,14 +226,15 @@ void registerConvCudaOps(CudaOpRegistry& registry) {
     if (isGraphConvTactic(tactic.id)) return makeGraphConvStep(layer, tactic, signature, device);
     if (isDepthwiseConvTactic(tactic.id)) return makeDepthwiseConvStep(layer, tactic, signature, device);
     if (isSmallChannelConvTactic(tactic.id)) return makeSmallChannelConvStep(layer, tactic, signature, device);
+    if (isGemmConvTactic(tactic.id)) return makeGemmConvStep(layer, tactic, signature, device);
     return std::make_unique<ConvStep>(layer, tactic, signature, device);
   };
   op.tactics = convTactics;
-  // A graph or depthwise tactic reads X and the residual, and writes Y, in either layout; the
-  // small-channel one X (it takes no residual).
+  // A graph, depthwise or cuBLASLt 1x1 tactic reads X and the residual, and writes Y, in either
+  // layout; the small-channel one X (it takes no residual).
   op.channelsLastInputs = [](const Layer& layer, const std::string& tactic) -> std::vector<size_t> {
     if (isSmallChannelConvTactic(tactic)) return {kConvX};
-    if (!isGraphConvTactic(tactic) && !isDepthwiseConvTactic(tactic)) return {};
+    if (!isGraphConvTactic(tactic) && !isDepthwiseConvTactic(tactic) && !isGemmConvTactic(tactic)) return {};
     if (layer.domain == fused::kDomain) return {kConvX, kConvResidual};
     return {kConvX};
   };

@@ -1,0 +1,286 @@
+// Pointwise Conv / kiln.FusedConv as one cuBLASLt product (gemm_conv.h).
+//
+// The product is a fused MatMul's: matmul_plan.h decides which parts of the epilogue cuBLASLt
+// takes (bias and ReLU / GELU in its epilogue, a residual added before the activation as its C
+// with beta 1) and the rest runs after it as Kiln's elementwise kernels on the NHWC result.
+#include "gemm_conv.h"
+
+#include "../../../ops/fused.h"
+#include "../../common/conv_geometry.h"
+#include "../cublaslt_matmul.h"
+#include "../cuda_epilogue.h"
+#include "../cuda_step.h"
+#include "../workspace_math.h"
+#include "conv_plan.h"
+#include "matmul_plan.h"
+
+#include <kernels/cuda/layout/reformat.h>
+
+#include <kiln/error.h>
+
+namespace kiln::cuda {
+namespace {
+
+namespace k = kernels::cuda;
+
+const std::string kTacticPrefix = "cublaslt.conv1x1.";
+
+// Whether X and W of these dims make a pointwise 2-D convolution of one group.
+bool isPointwiseConv(const Layer& base, const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
+  if (x.size() != 4 || w.size() != 4 || w[1] != x[1] || w[2] != 1 || w[3] != 1) return false;
+  if (base.opType != "Conv" || base.attrInt("group", 1) != 1) return false;
+  const kernels::SpatialWindow win = forwardConvShape(base, x, w).window;
+  return win.isPointwise() && win.out[1] == x[2] && win.out[2] == x[3];
+}
+
+// The product as a fused MatMul's: A = X [N·H·W, C], B = W [K, C] (transposed), bias along K.
+MatMulSpec productSpecOf(const Layer& layer, const ConvSpec& conv, Precision precision) {
+  MatMulSpec s;
+  s.fused = layer.domain == fused::kDomain;
+  s.transB = true;
+  s.hasC = conv.hasBias;
+  s.cConstant = conv.hasBias;
+  s.hasResidual = conv.hasResidual;
+  if (s.fused) s.epilogue = readFusedEpilogue(layer);
+  s.storage = conv.storage;
+  const auto type = cublasTypeOf(s.storage);
+  if (!type)
+    throw Error(ErrorCode::kUnsupported, layer.describe() + ": cuBLASLt takes float32, float16 or bfloat16, not " +
+                                             std::string(toString(s.storage)));
+  s.type = *type;
+  s.compute = s.storage == DataType::kFloat32 && precision == Precision::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                               : CUBLAS_COMPUTE_32F;
+  return s;
+}
+
+Geometry pointwiseGeometryOf(const MatMulSpec& s, const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
+  Geometry g;
+  g.m = x[0] * x[2] * x[3];
+  g.n = w[0];
+  g.k = x[1];
+  g.outputElements = g.m * g.n;
+  g.empty = g.outputElements == 0;
+  if (s.hasC) {
+    g.c = CRole::kBias;
+    g.cDims = {1, 1, 1, w[0]};  // along the NHWC output's channels
+  }
+  return g;
+}
+
+struct Formats {
+  bool x = false, residual = false, y = false;  // channels-last as bound
+};
+
+// Workspace: the NHWC copies of a linear input, residual and output, the epilogue's scratch, then
+// cuBLASLt's.
+struct WorkspaceLayout {
+  uint64_t x = 0, residual = 0, y = 0, scratch = 0, cublas = 0;
+  uint64_t xAt() const { return 0; }
+  uint64_t residualAt() const { return x; }
+  uint64_t yAt() const { return residualAt() + residual; }
+  uint64_t scratchAt() const { return yAt() + y; }
+  uint64_t cublasAt() const { return scratchAt() + scratch; }
+  uint64_t total() const { return cublasAt() + cublas; }
+};
+
+WorkspaceLayout layoutOf(const MatMulSpec& s, const Geometry& g, const Formats& formats, uint64_t cublasBytes) {
+  const uint64_t element = byteSize(s.storage);
+  WorkspaceLayout l;
+  if (!formats.x) l.x = alignUp(uint64_t(g.m * g.k) * element);
+  if (s.hasResidual && !formats.residual) l.residual = alignUp(uint64_t(g.outputElements) * element);
+  if (!formats.y) l.y = alignUp(uint64_t(g.outputElements) * element);
+  l.scratch = alignUp(ElementwiseEpilogue::scratchBytes(s.epilogue, g.outputElements, s.storage));
+  l.cublas = cublasBytes;
+  return l;
+}
+
+// The product at one set of dims and pointer alignment: the epilogue split and the algorithm.
+struct ShapeEntry {
+  std::vector<int64_t> x;
+  uint32_t alignment = 0;
+  Geometry geometry;
+  Fusion fusion;
+  std::unique_ptr<LtGemm> gemm;
+  cublasLtMatmulAlgo_t algo{};
+  uint64_t cublasBytes = 0;
+  WorkspaceLayout layout;
+};
+
+class GemmConvState : public StepState {
+ public:
+  std::vector<std::unique_ptr<ShapeEntry>> shapes;
+};
+
+class GemmConvStep : public CudaStep {
+ public:
+  GemmConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
+      : CudaStep(layer, tactic, signature, device,
+                 storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
+        conv_(convSpecOf(layer, tacticPrecision(layer, tactic), outputDeclared(signature))),
+        spec_(productSpecOf(layer, conv_, tacticPrecision(layer, tactic))),
+        epilogue_(layer, spec_.storage, device),
+        stored_(decodeAlgo(tactic.payload)),
+        formats_{tactic.inputFormat(kConvX) == TensorFormat::kNHWC,
+                 tactic.inputFormat(kConvResidual) == TensorFormat::kNHWC,
+                 tactic.outputFormat == TensorFormat::kNHWC},
+        name_(layer.describe()) {
+    const HostTensor* w = weight(kConvW);
+    if (!w || w->rank() != 4)
+      throw Error(ErrorCode::kInvalidArgument, name_ + ": the cuBLASLt 1x1 tactic needs a constant [K, C, 1, 1] filter");
+  }
+
+  uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
+    if (inputs.size() <= kConvW || inputs[kConvX].dims.size() != 4) return 0;
+    const Geometry g = pointwiseGeometryOf(spec_, inputs[kConvX].dims, inputs[kConvW].dims);
+    return layoutOf(spec_, g, formats_, stored_ ? stored_->workspaceBytes : kCublasWorkspaceBytes).total();
+  }
+
+  std::unique_ptr<StepState> createState() const override { return std::make_unique<GemmConvState>(); }
+
+  void enqueue(const StepArgs& args, Stream& stream) const override {
+    auto* state = dynamic_cast<GemmConvState*>(args.state);
+    if (!state) throw Error(ErrorCode::kInternal, name_ + ": enqueued without the state its step made");
+    const TensorView& out = args.outputs[0];
+    if (elementCount(out.dims) == 0) return;
+    const void* x = input(args, kConvX);
+    const void* w = input(args, kConvW);
+    const void* bias = conv_.hasBias ? input(args, kConvBias) : nullptr;
+    const void* residual = conv_.hasResidual ? input(args, kConvResidual) : nullptr;
+    const uint32_t alignment = commonAlignment({address(x), address(w), address(bias), address(residual),
+                                                address(out.data)});
+    const ShapeEntry& entry = shapeFor(*state, args, alignment);
+    const WorkspaceLayout& l = entry.layout;
+    char* workspace = static_cast<char*>(args.workspace);
+    const cudaStream_t s = streamOf(stream);
+    const k::ElementType type = elementType(out);
+    const std::vector<int64_t>& xd = args.inputs[kConvX].dims;
+    const int64_t channels = entry.geometry.n;
+    if (l.x) {
+      check(k::nchwToNhwc(x, workspace + l.xAt(), xd[0], xd[1], xd[2], xd[3], type, s), "re-laying out its input");
+      x = workspace + l.xAt();
+    }
+    if (l.residual) {
+      check(k::nchwToNhwc(residual, workspace + l.residualAt(), xd[0], channels, xd[2], xd[3], type, s),
+            "re-laying out its residual");
+      residual = workspace + l.residualAt();
+    }
+    void* y = l.y ? workspace + l.yAt() : out.data;
+    const Fusion& f = entry.fusion;
+    entry.gemm->run(cublasLtHandle(device_), entry.algo, 1.0f, x, w, f.residualInC ? 1.0f : 0.0f,
+                    f.residualInC ? residual : y, y, entry.gemm->shape().hasBias() ? bias : nullptr,
+                    workspace + l.cublasAt(), entry.cublasBytes, s, name_);
+    if (f.elementwiseBias || f.elementwiseResidualBefore || f.elementwiseActivation || f.elementwiseResidualAfter) {
+      ElementwiseEpilogue::Work work;
+      work.bias = f.elementwiseBias ? bias : nullptr;
+      work.biasDims = entry.geometry.cDims;
+      work.residualBefore = f.elementwiseResidualBefore ? residual : nullptr;
+      work.activate = f.elementwiseActivation;
+      work.residualAfter = f.elementwiseResidualAfter ? residual : nullptr;
+      epilogue_.apply(y, {xd[0], xd[2], xd[3], channels}, work, workspace + l.scratchAt(), s);
+    }
+    if (l.y) check(k::nhwcToNchw(y, out.data, xd[0], channels, xd[2], xd[3], type, s), "re-laying out its output");
+  }
+
+ private:
+  static uint64_t address(const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); }
+
+  // The product for these dims and alignment, made at their first launch: the stored algorithm
+  // where cuBLASLt still takes it here, else the heuristic's first (fusing less if it must).
+  const ShapeEntry& shapeFor(GemmConvState& state, const StepArgs& args, uint32_t alignment) const {
+    const std::vector<int64_t>& x = args.inputs[kConvX].dims;
+    for (auto& entry : state.shapes)
+      if (entry->x == x && entry->alignment == alignment) return *entry;
+    auto entry = std::make_unique<ShapeEntry>();
+    entry->x = x;
+    entry->alignment = alignment;
+    entry->geometry = pointwiseGeometryOf(spec_, x, args.inputs[kConvW].dims);
+    const Geometry& g = entry->geometry;
+    if (g.outputElements != args.outputs[0].elementCount())
+      throw Error(ErrorCode::kInternal, name_ + ": its product makes " + std::to_string(g.outputElements) +
+                                            " elements but the output " + dimsToString(args.outputs[0].dims) +
+                                            " has " + std::to_string(args.outputs[0].elementCount()));
+    const uint64_t copies = layoutOf(spec_, g, formats_, 0).total();
+    if (args.workspaceBytes < copies)
+      throw Error(ErrorCode::kInternal, name_ + ": its workspace of " + std::to_string(args.workspaceBytes) +
+                                            " bytes is smaller than the " + std::to_string(copies) + " it needs");
+    const uint64_t budget = std::min(args.workspaceBytes - copies, kCublasWorkspaceBytes);
+    cublasLtHandle_t handle = cublasLtHandle(device_);
+    std::string tried;
+    for (int level = 0; level < 2 && !entry->gemm; ++level) {
+      entry->fusion = fusionOf(spec_, g, level, false);
+      auto gemm = std::make_unique<LtGemm>(gemmShapeOf(spec_, g, entry->fusion));
+      if (stored_ && stored_->variant == uint32_t(level) && alignment >= stored_->alignment)
+        if (auto needs = gemm->check(handle, stored_->algo); needs && *needs <= budget) {
+          entry->algo = stored_->algo;
+          entry->cublasBytes = *needs;
+          entry->gemm = std::move(gemm);
+          break;
+        }
+      const auto results = gemm->heuristics(handle, 1, budget, alignment);
+      if (!results.empty()) {
+        entry->algo = results[0].algo;
+        entry->cublasBytes = results[0].workspaceSize;
+        entry->gemm = std::move(gemm);
+        break;
+      }
+      tried += (tried.empty() ? "" : ", then ") + gemm->shape().describe();
+    }
+    if (!entry->gemm)
+      throw Error(ErrorCode::kUnsupported, name_ + ": cuBLASLt has no algorithm for its product (" + tried +
+                                               ") with pointers aligned to " + std::to_string(alignment) +
+                                               " bytes; build this layer with another tactic");
+    entry->layout = layoutOf(spec_, g, formats_, entry->cublasBytes);
+    state.shapes.push_back(std::move(entry));
+    return *state.shapes.back();
+  }
+
+  ConvSpec conv_;
+  MatMulSpec spec_;
+  ElementwiseEpilogue epilogue_;
+  std::optional<StoredAlgo> stored_;
+  Formats formats_;
+  std::string name_;
+};
+
+}  // namespace
+
+bool isGemmConvTactic(const std::string& tacticId) { return tacticId.rfind(kTacticPrefix, 0) == 0; }
+
+std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
+                                    CudaDevice& device) {
+  if (!isForwardConv(layer) || inputs.dims.size() <= kConvW || inputs.weights.size() <= kConvW ||
+      !inputs.weights[kConvW])
+    return {};
+  const std::vector<int64_t>&x = inputs.dims[kConvX], &w = inputs.dims[kConvW];
+  const Layer base = layer.domain == fused::kDomain ? fused::baseLayer(layer) : layer;
+  if (!isPointwiseConv(base, x, w) || elementCount(x) == 0) return {};
+  std::vector<Tactic> tactics;
+  try {
+    const ConvSpec conv = convSpecOf(layer, precision, inputs.types.empty() ? DataType::kFloat32 : inputs.types[0]);
+    const MatMulSpec spec = productSpecOf(layer, conv, precision);
+    const Geometry g = pointwiseGeometryOf(spec, x, w);
+    // The workspace covers linear neighbours too (the copies), whatever formats the plan gives.
+    const uint64_t copies = layoutOf(spec, g, Formats{}, 0).total();
+    for (int level = 0; level < 2 && tactics.empty(); ++level) {
+      LtGemm gemm(gemmShapeOf(spec, g, fusionOf(spec, g, level, false)));
+      const auto results = gemm.heuristics(cublasLtHandle(device), inputs.candidateBudget, kCublasWorkspaceBytes, 256);
+      for (size_t i = 0; i < results.size(); ++i) {
+        Tactic& t = tactics.emplace_back();
+        t.id = kTacticPrefix + std::string(precisionTag(precision)) + ".h" + std::to_string(i);
+        t.payload = encodeAlgo({results[i].algo, results[i].workspaceSize, 256, uint32_t(level)});
+        t.workspaceBytes = copies + results[i].workspaceSize;
+        t.takesChannelsLast = true;
+      }
+    }
+  } catch (const Error&) {
+    return {};  // the layer keeps cuDNN's tactics
+  }
+  return tactics;
+}
+
+std::unique_ptr<Step> makeGemmConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                                       CudaDevice& device) {
+  return std::make_unique<GemmConvStep>(layer, tactic, signature, device);
+}
+
+}  // namespace kiln::cuda

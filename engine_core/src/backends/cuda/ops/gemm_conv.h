@@ -1,0 +1,30 @@
+#pragma once
+// Pointwise convolutions (1x1 filter, stride 1, no padding, one group: ResNet's bottleneck
+// reductions and expansions, MobileNet's and EfficientNet's projections) as one cuBLASLt product on
+// channels-last activations: Y[N·H·W, K] = X[N·H·W, C] · Wᵀ, with the bias, ReLU / GELU and a
+// residual added before the activation inside cuBLASLt's epilogue (the residual as its C). cuDNN's
+// fused graphs run these memory-bound layers well below the bandwidth a GEMM's persistent kernels
+// reach; the builder times both. The tactics are the heuristic's algorithms at the layer's dims
+// ("cublaslt.conv1x1.fp16.h0", ...; their algorithm in the payload). A linear input, residual or
+// output goes through an NHWC copy in the workspace, so the step is right whatever formats the plan
+// gives it.
+#include "../../backend.h"
+#include "../cuda_device.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::cuda {
+
+// The product's tactics for this layer at these input dims; empty where the layer is not a
+// pointwise forward convolution with a constant filter, or cuBLASLt has no algorithm for it.
+std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
+                                    CudaDevice& device);
+
+bool isGemmConvTactic(const std::string& tacticId);
+
+std::unique_ptr<Step> makeGemmConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
+                                       CudaDevice& device);
+
+}  // namespace kiln::cuda

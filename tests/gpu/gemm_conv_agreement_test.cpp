@@ -1,0 +1,84 @@
+// CPU and CUDA engines agree on pointwise convolutions run as cuBLASLt products
+// (cuda_gemm_conv.cpp), the tactic forced on every 1x1 convolution: a ResNet bottleneck at odd
+// spatial sizes (1x1 + bias + Relu, a 3x3 between, 1x1 + bias + residual + Relu, a 1x1 shortcut
+// without bias), and a 1x1 with SiLU (an activation cuBLASLt's epilogue lacks, so Kiln's
+// elementwise kernels finish it) between a linear graph input and a linear graph output, in fp16,
+// bf16, fp32 and tf32.
+#include "common/test_models.h"
+#include "gpu/backend_agreement.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln;
+using kiln::test::ModelBuilder;
+using namespace kiln::test::onnx_types;
+
+namespace {
+
+void addConv(ModelBuilder& mb, const std::string& in, const std::string& name, const std::vector<int64_t>& w,
+             int64_t pad, bool bias, uint32_t seed) {
+  mb.initializer(name + "_w", test::randomFloats(w, seed, -0.3f, 0.3f));
+  std::vector<std::string> inputs{in, name + "_w"};
+  if (bias) {
+    mb.initializer(name + "_b", test::randomFloats({w[0]}, seed + 1));
+    inputs.push_back(name + "_b");
+  }
+  auto& node = mb.node("Conv", inputs, {name}, name);
+  ModelBuilder::setInts(node, "pads", {pad, pad, pad, pad});
+}
+
+// x [N, 16, H, W] -> reduce (1x1, 16 -> 8, Relu) -> 3x3 (8 -> 8, Relu) -> expand (1x1, 8 -> 24)
+// + shortcut (1x1, 16 -> 24, no bias) -> Relu.
+ModelBuilder bottleneck(const std::vector<int64_t>& x) {
+  ModelBuilder mb;
+  mb.input("x", kFloat, x).output("y");
+  addConv(mb, "x", "reduce", {8, x[1], 1, 1}, 0, true, 400);
+  mb.node("Relu", {"reduce"}, {"reduce_act"}, "reduce_relu");
+  addConv(mb, "reduce_act", "spatial", {8, 8, 3, 3}, 1, true, 410);
+  mb.node("Relu", {"spatial"}, {"spatial_act"}, "spatial_relu");
+  addConv(mb, "spatial_act", "expand", {24, 8, 1, 1}, 0, true, 420);
+  addConv(mb, "x", "shortcut", {24, x[1], 1, 1}, 0, false, 430);
+  mb.node("Add", {"expand", "shortcut"}, {"sum"}, "residual");
+  mb.node("Relu", {"sum"}, {"y"}, "out_relu");
+  return mb;
+}
+
+ModelBuilder siluProjection(const std::vector<int64_t>& x) {
+  ModelBuilder mb;
+  mb.input("x", kFloat, x).output("y");
+  addConv(mb, "x", "project", {40, x[1], 1, 1}, 0, true, 440);
+  mb.node("Sigmoid", {"project"}, {"project_sig"}, "project_sig");
+  mb.node("Mul", {"project", "project_sig"}, {"y"}, "project_silu");
+  return mb;
+}
+
+void expectAgreement(const ModelBuilder& model, const std::vector<int64_t>& x, const std::vector<std::string>& convs) {
+  for (Precision precision : {Precision::kFP16, Precision::kBF16, Precision::kFP32, Precision::kTF32}) {
+    SCOPED_TRACE(toString(precision));
+    test::AgreementOptions options;
+    options.precision = precision;
+    const std::string tactic = std::string("cublaslt.conv1x1.") + toString(precision) + ".h0";
+    for (const std::string& conv : convs) options.forcedTactics[conv] = tactic;
+    const auto agreement = test::expectBackendsAgree(model.bytes(), {{"x", test::randomFloats(x, 11)}}, options);
+    test::expectNoFailedTactics(agreement);
+    int ran = 0;
+    for (const LayerSummary& l : agreement.gpuLayers) ran += l.tactic == tactic;
+    EXPECT_EQ(ran, int(convs.size())) << "the cuBLASLt 1x1 tactic did not run on every pointwise convolution";
+  }
+}
+
+}  // namespace
+
+TEST(GemmConvAgreement, BottleneckAtOddSizes) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  for (const std::vector<int64_t>& x : {std::vector<int64_t>{2, 16, 9, 7}, std::vector<int64_t>{3, 16, 5, 11}}) {
+    SCOPED_TRACE(testing::PrintToString(x));
+    expectAgreement(bottleneck(x), x, {"reduce", "expand", "shortcut"});
+  }
+}
+
+TEST(GemmConvAgreement, SiluProjectionBetweenLinearGraphTensors) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::vector<int64_t> x{1, 24, 13, 3};
+  expectAgreement(siluProjection(x), x, {"project"});
+}
