@@ -88,7 +88,7 @@ std::map<std::string, HostTensor> inputsOf(const Case& c) {
 }
 
 const LayerSummary* productLayer(const test::Agreement& agreement) {
-  for (const char* type : {"kiln.FusedMatMul", "MatMul"})
+  for (const char* type : {"kiln.FusedMatMul", "MatMul", "Gemm"})
     if (const LayerSummary* l = agreement.gpuLayerOfType(type)) return l;
   return nullptr;
 }
@@ -100,12 +100,12 @@ test::AgreementOptions optionsOf(const Case& c, int optimizationLevel) {
   return options;
 }
 
-// Builds `c`, then forces each candidate the build listed and checks it runs, is the one the plan
-// names and agrees with the CPU. Returns the candidates' ids.
-std::vector<std::string> expectEveryCandidateAgrees(const Case& c, int optimizationLevel = 3) {
-  const std::string model = modelOf(c);
-  const auto inputs = inputsOf(c);
-  const auto first = test::expectBackendsAgree(model, inputs, optionsOf(c, optimizationLevel));
+// Builds `model`, then forces each candidate the build listed and checks it runs, is the one the
+// plan names and agrees with the CPU. Returns the candidates' ids.
+std::vector<std::string> expectEveryCandidateAgrees(const std::string& model,
+                                                    const std::map<std::string, HostTensor>& inputs,
+                                                    const test::AgreementOptions& options) {
+  const auto first = test::expectBackendsAgree(model, inputs, options);
   const LayerSummary* layer = productLayer(first);
   if (!layer) {
     ADD_FAILURE() << "no product layer on the CUDA backend";
@@ -114,17 +114,20 @@ std::vector<std::string> expectEveryCandidateAgrees(const Case& c, int optimizat
   test::expectNoFailedTactics(first);
   std::vector<std::string> ids;
   for (const TacticCandidate& candidate : layer->tacticCandidates) {
-    SCOPED_TRACE(c.describe() + " forced to " + candidate.tactic);
+    SCOPED_TRACE("forced to " + candidate.tactic);
     EXPECT_EQ(candidate.tactic.rfind("cublaslt.gemm.", 0), 0u) << candidate.tactic;
     ids.push_back(candidate.tactic);
-    test::AgreementOptions options = optionsOf(c, optimizationLevel);
-    options.forcedTactics = {{layer->name, candidate.tactic}};
-    const auto forced = test::expectBackendsAgree(model, inputs, options);
-    const LayerSummary* forcedLayer = productLayer(forced);
-    EXPECT_NE(forcedLayer, nullptr);
-    if (forcedLayer) EXPECT_EQ(forcedLayer->tactic, candidate.tactic);
+    test::AgreementOptions forcedOptions = options;
+    forcedOptions.forcedTactics = {{layer->name, candidate.tactic}};
+    const LayerSummary* forced = productLayer(test::expectBackendsAgree(model, inputs, forcedOptions));
+    EXPECT_NE(forced, nullptr);
+    if (forced) EXPECT_EQ(forced->tactic, candidate.tactic);
   }
   return ids;
+}
+
+std::vector<std::string> expectEveryCandidateAgrees(const Case& c, int optimizationLevel = 3) {
+  return expectEveryCandidateAgrees(modelOf(c), inputsOf(c), optionsOf(c, optimizationLevel));
 }
 
 bool anySplit(const std::vector<std::string>& ids) {
@@ -177,6 +180,31 @@ TEST(MatMulSplitK, EveryCandidateAgreesAtOddSizesAndEpilogues) {
     std::cout << "[ info ] " << c.describe() << ": " << joined(ids) << "\n";
   }
   EXPECT_TRUE(split) << "no case listed a split-K candidate";
+}
+
+// Gemm's own C under a split: an M×N C scaled by beta (cuBLASLt's C), and an M×1 C broadcast into
+// the output first, onto which the split product accumulates in place (C is D, beta 1).
+TEST(MatMulSplitK, GemmCAgreesUnderEveryCandidate) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const int64_t M = 40, K = 1200, N = 24;
+  for (const std::vector<int64_t>& cDims : {std::vector<int64_t>{M, N}, std::vector<int64_t>{M, 1}})
+    for (Precision precision : {Precision::kFP16, Precision::kFP32}) {
+      SCOPED_TRACE("Gemm C " + dimsToString(cDims) + " " + toString(precision));
+      ModelBuilder mb;
+      mb.input("a", kFloat, {M, K}).input("c", kFloat, cDims).output("y");
+      mb.initializer("b", test::randomFloats({N, K}, 71));
+      auto& gemm = mb.node("Gemm", {"a", "b", "c"}, {"y"}, "gemm");
+      ModelBuilder::setInt(gemm, "transB", 1);
+      ModelBuilder::setFloat(gemm, "alpha", 0.75f);
+      ModelBuilder::setFloat(gemm, "beta", 1.25f);
+      const std::string model = mb.bytes();
+      const std::map<std::string, HostTensor> inputs{{"a", test::randomFloats({M, K}, 70)},
+                                                     {"c", test::randomFloats(cDims, 72)}};
+      test::AgreementOptions options;
+      options.precision = precision;
+      const auto ids = expectEveryCandidateAgrees(model, inputs, options);
+      EXPECT_TRUE(anySplit(ids)) << "no split-K candidate among " << joined(ids);
+    }
 }
 
 // A plan made with a split-K candidate forced names it and, loaded (the agreement harness runs the

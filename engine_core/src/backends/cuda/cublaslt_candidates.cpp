@@ -186,6 +186,15 @@ std::vector<uint32_t> capabilityList(const cublasLtMatmulAlgo_t& algo, cublasLtM
   return values;
 }
 
+// The algorithm takes operands aligned to `alignment` bytes (AlgoCheck sees no pointers; the
+// heuristic was told the alignment, enumerated algorithms were not).
+bool takesAlignment(const cublasLtMatmulAlgo_t& algo, uint32_t alignment) {
+  for (auto attribute : {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES,
+                         CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES})
+    if (capability<uint32_t>(algo, attribute) > alignment) return false;
+  return true;
+}
+
 // Two configurations run the same kernel the same way (names only tell these apart).
 bool sameKernel(const AlgoConfig& a, const AlgoConfig& b) {
   return a.algoId == b.algoId && a.tile == b.tile && a.stages == b.stages &&
@@ -262,6 +271,7 @@ class CandidateFinder {
       if (!setConfig(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, int32_t(splitK)) ||
           !setConfig(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, scheme))
         continue;
+      if (!takesAlignment(algo, search_.alignment)) continue;
       if (const auto result = check(algo); result && result->workspaceSize <= search_.maxWorkspace)
         return Checked{algo, *result};
     }
@@ -318,7 +328,7 @@ class CandidateFinder {
           if (checks_ > kMaxEnumerationChecks) return keep(found, algos, count);
           cublasLtMatmulAlgo_t algo = base;
           if (!setConfig(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, tile) ||
-              !setConfig(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, stages))
+              !setConfig(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, stages) || !takesAlignment(algo, search_.alignment))
             continue;
           const auto result = check(algo);
           if (!result) continue;
