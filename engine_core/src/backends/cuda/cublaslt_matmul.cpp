@@ -62,12 +62,12 @@ const char* typeName(cudaDataType_t t) {
   }
 }
 
-// int8 products into int32 scale by integers; every other product takes float alpha and beta.
-cudaDataType_t scaleTypeOf(const GemmShape& shape) {
-  return shape.compute == CUBLAS_COMPUTE_32I && shape.cdType == CUDA_R_32I ? CUDA_R_32I : CUDA_R_32F;
-}
-
 }  // namespace
+
+// int8 products into int32 scale by integers; every other product takes float alpha and beta.
+cudaDataType_t GemmShape::scaleType() const {
+  return compute == CUBLAS_COMPUTE_32I && cdType == CUDA_R_32I ? CUDA_R_32I : CUDA_R_32F;
+}
 
 std::string GemmShape::describe() const {
   std::string s = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " (MxNxK) " +
@@ -82,7 +82,7 @@ std::string GemmShape::describe() const {
 LtGemm::LtGemm(const GemmShape& shape) : shape_(shape) {
   const std::string what = "cuBLASLt descriptors for a " + shape.describe() + " product";
   try {
-    checkCublas(cublasLtMatmulDescCreate(&desc_, shape.compute, scaleTypeOf(shape)),
+    checkCublas(cublasLtMatmulDescCreate(&desc_, shape.compute, shape.scaleType()),
                 what + " (cublasLtMatmulDescCreate)");
     // cuBLASLt's A is Kiln's B: stored k×n row-major (column-major n×k, used as is) or, with
     // transB, n×k row-major (column-major k×n, transposed). Likewise its B is Kiln's A.
@@ -199,13 +199,20 @@ std::vector<cublasLtMatmulHeuristicResult_t> LtGemm::heuristics(cublasLtHandle_t
 }
 
 std::optional<uint64_t> LtGemm::check(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo) {
+  const auto result = checkAlgo(handle, algo);
+  if (!result) return std::nullopt;
+  return uint64_t(result->workspaceSize);
+}
+
+std::optional<cublasLtMatmulHeuristicResult_t> LtGemm::checkAlgo(cublasLtHandle_t handle,
+                                                                 const cublasLtMatmulAlgo_t& algo) {
   if (shape_.hasBias() && !bias_) setBias(reinterpret_cast<const void*>(uintptr_t(256)));
   if (shape_.columnScales && !columnScales_) setColumnScales(reinterpret_cast<const float*>(uintptr_t(256)));
   if (shape_.rowScales && !rowScales_) setRowScales(reinterpret_cast<const float*>(uintptr_t(256)));
   cublasLtMatmulHeuristicResult_t result{};
   const cublasStatus_t status = cublasLtMatmulAlgoCheck(handle, desc_, ltA_, ltB_, ltC_, ltD_, &algo, &result);
   if (status != CUBLAS_STATUS_SUCCESS || result.state != CUBLAS_STATUS_SUCCESS) return std::nullopt;
-  return uint64_t(result.workspaceSize);
+  return result;
 }
 
 void LtGemm::run(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo, float alpha, const void* a, const void* b,
@@ -213,7 +220,7 @@ void LtGemm::run(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo, floa
                  cudaStream_t stream, const std::string& what) {
   setBias(bias);
   const int32_t alphaInt = int32_t(alpha), betaInt = int32_t(beta);
-  const bool integerScale = scaleTypeOf(shape_) == CUDA_R_32I;
+  const bool integerScale = shape_.scaleType() == CUDA_R_32I;
   const void* alphaPtr = integerScale ? static_cast<const void*>(&alphaInt) : &alpha;
   const void* betaPtr = integerScale ? static_cast<const void*>(&betaInt) : &beta;
   // cuBLASLt's operands in its roles: its A is Kiln's B, its B Kiln's A (see the header).

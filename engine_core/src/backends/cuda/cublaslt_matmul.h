@@ -51,6 +51,8 @@ struct GemmShape {
 
   bool hasBias() const;
   std::string describe() const;  // for messages: "64x32x128 fp16 batch 4"
+  // alpha's and beta's type: int32 for int8 products into int32, else fp32.
+  cudaDataType_t scaleType() const;
 };
 
 // The cuBLASLt descriptors of one GemmShape, made once and used for its heuristics and launches.
@@ -80,6 +82,8 @@ class LtGemm {
   // The workspace `algo` needs for this shape, or nullopt when it cannot run it (another cuBLASLt
   // version, another shape).
   std::optional<uint64_t> check(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo);
+  // cublasLtMatmulAlgoCheck's whole answer (workspace and waves), or nullopt when it refuses.
+  std::optional<cublasLtMatmulHeuristicResult_t> checkAlgo(cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo);
   // The per-column scales of a columnScales product (n fp32 values on the device).
   void setColumnScales(const float* scales);
   // The per-row scales of a rowScales product (m fp32 values on the device).

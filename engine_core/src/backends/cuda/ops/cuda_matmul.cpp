@@ -10,11 +10,14 @@
 // cuBLASLt (bias epilogue, RELU_BIAS / GELU_BIAS, the residual as C with beta 1) where it takes
 // them; the rest of the epilogue runs as elementwise kernels after the product (cuda_epilogue.h).
 //
-// Tactics: the heuristic's top candidates "cublaslt.gemm.<precision>.h0".. (as many as the
-// optimisation level's LayerInputs::candidateBudget: h0..h3 at the default level), each carrying its
-// algorithm in the payload; a step validates it for each shape it meets (cublasLtMatmulAlgoCheck)
-// and asks the heuristic again where it no longer fits. Integer matmuls have no CUDA kernel yet.
+// Tactics: "cublaslt.gemm.<precision>." + ltCandidates' names (cublaslt_candidates.h): the
+// heuristic's top LayerInputs::candidateBudget (h0..h3 at the default level), split-K copies of
+// them for outputs of too few tiles to fill the GPU (h0.k4), and algorithms enumerated by id at
+// optimisation levels 4 and 5 (a23.t20.s8.k1), each carrying its algorithm in the payload; a step
+// validates it for each shape it meets (cublasLtMatmulAlgoCheck) and asks the heuristic again
+// where it no longer fits. Integer matmuls have no CUDA kernel yet.
 #include "../../../ops/fused.h"
+#include "../cublaslt_candidates.h"
 #include "../cublaslt_matmul.h"
 #include "../cuda_epilogue.h"
 #include "../cuda_ops.h"
@@ -213,7 +216,7 @@ class MatMulStep : public CudaStep {
   DeviceCopy beta_;
 };
 
-// The heuristic's candidates at the max shapes, each its own tactic.
+// ltCandidates' candidates at the max shapes, each its own tactic.
 std::vector<Tactic> matMulTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
                                   CudaDevice& device) {
   const std::string base = tacticBase(precision);
@@ -232,18 +235,19 @@ std::vector<Tactic> matMulTactics(const Layer& layer, Precision precision, const
     if (g.empty || g.k == 0) return {plain};
     const uint32_t alignment = commonAlignment({g.offsetBits});  // arena and weight pointers are 256-aligned
     const uint64_t scratch = alignUp(ElementwiseEpilogue::scratchBytes(spec.epilogue, g.outputElements, spec.storage));
+    LtSearch search = LtSearch::forBudget(inputs.candidateBudget);
+    search.alignment = alignment;
+    search.smCount = device.properties.multiProcessorCount;
     for (int level = 0; level < 2; ++level) {
       LtGemm gemm(gemmShapeOf(spec, g, fusionOf(spec, g, level, false)));
-      const auto results =
-          gemm.heuristics(cublasLtHandle(device), inputs.candidateBudget, kCublasWorkspaceBytes, alignment);
-      if (results.empty()) continue;
+      const auto candidates = ltCandidates(gemm, cublasLtHandle(device), search);
+      if (candidates.empty()) continue;
       std::vector<Tactic> tactics;
-      for (size_t i = 0; i < results.size(); ++i) {
-        StoredAlgo stored{results[i].algo, results[i].workspaceSize, alignment, uint32_t(level)};
+      for (const LtCandidate& candidate : candidates) {
         Tactic& tactic = tactics.emplace_back();
-        tactic.id = base + ".h" + std::to_string(i);
-        tactic.workspaceBytes = scratch + results[i].workspaceSize;
-        tactic.payload = encodeAlgo(stored);
+        tactic.id = base + "." + candidate.name;
+        tactic.workspaceBytes = scratch + candidate.workspaceBytes;
+        tactic.payload = encodeAlgo(StoredAlgo{candidate.algo, candidate.workspaceBytes, alignment, uint32_t(level)});
       }
       return tactics;
     }
