@@ -7,6 +7,7 @@
 
 #include "../../../ops/fused.h"
 #include "../../common/conv_geometry.h"
+#include "../cublaslt_candidates.h"
 #include "../cublaslt_matmul.h"
 #include "../cuda_epilogue.h"
 #include "../cuda_step.h"
@@ -261,14 +262,16 @@ std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, con
     const Geometry g = pointwiseGeometryOf(spec, x, w);
     // The workspace covers linear neighbours too (the copies), whatever formats the plan gives.
     const uint64_t copies = layoutOf(spec, g, Formats{}, 0).total();
+    LtSearch search = LtSearch::forBudget(inputs.candidateBudget);
+    search.alignment = 256;  // arena and weight pointers are 256-aligned
+    search.smCount = device.properties.multiProcessorCount;
     for (int level = 0; level < 2 && tactics.empty(); ++level) {
       LtGemm gemm(gemmShapeOf(spec, g, fusionOf(spec, g, level, false)));
-      const auto results = gemm.heuristics(cublasLtHandle(device), inputs.candidateBudget, kCublasWorkspaceBytes, 256);
-      for (size_t i = 0; i < results.size(); ++i) {
+      for (const LtCandidate& candidate : ltCandidates(gemm, cublasLtHandle(device), search)) {
         Tactic& t = tactics.emplace_back();
-        t.id = kTacticPrefix + std::string(precisionTag(precision)) + ".h" + std::to_string(i);
-        t.payload = encodeAlgo({results[i].algo, results[i].workspaceSize, 256, uint32_t(level)});
-        t.workspaceBytes = copies + results[i].workspaceSize;
+        t.id = kTacticPrefix + std::string(precisionTag(precision)) + "." + candidate.name;
+        t.payload = encodeAlgo({candidate.algo, candidate.workspaceBytes, search.alignment, uint32_t(level)});
+        t.workspaceBytes = copies + candidate.workspaceBytes;
         t.takesChannelsLast = true;
       }
     }

@@ -4,8 +4,8 @@
 // channels-last activations: Y[N·H·W, K] = X[N·H·W, C] · Wᵀ, with the bias, ReLU / GELU and a
 // residual added before the activation inside cuBLASLt's epilogue (the residual as its C). cuDNN's
 // fused graphs run these memory-bound layers well below the bandwidth a GEMM's persistent kernels
-// reach; the builder times both. The tactics are the heuristic's algorithms at the layer's dims
-// ("cublaslt.conv1x1.fp16.h0", ...; their algorithm in the payload). A linear input, residual or
+// reach; the builder times both. The tactics are cublaslt_candidates.h's algorithms at the layer's
+// dims ("cublaslt.conv1x1.fp16.h0", "...h0.k4"; their algorithm in the payload). A linear input, residual or
 // output goes through an NHWC copy in the workspace, so the step is right whatever formats the plan
 // gives it.
 #include "../../backend.h"
