@@ -1,4 +1,4 @@
-// CPU and CUDA engines agree on fp16 / bf16 convolutions run as cuDNN graphs (cuda_graph_conv.cpp):
+// CPU and CUDA engines agree on fp16 / bf16 (and TF32) convolutions run as cuDNN graphs (cuda_graph_conv.cpp):
 // every epilogue (bias, residual before / after, activations fused by cuDNN or left to Kiln's
 // kernels), channel counts that need padding, strides, dilations and uneven pads, linear inputs
 // and outputs re-laid out inside the step; and a ResNet-like chain that the engine keeps
@@ -107,10 +107,10 @@ const std::vector<GraphCase> kShapes = {
     {"batch 1, 1x1 image", {1, 64, 1, 1}, {32, 64, 1, 1}, {}},
 };
 
-TEST(GraphConvAgreement, ShapesFp16AndBf16) {
+TEST(GraphConvAgreement, ShapesFp16Bf16AndTf32) {
   KILN_REQUIRE_CUDA_BACKEND();
   for (const GraphCase& c : kShapes)
-    for (Precision precision : {Precision::kFP16, Precision::kBF16}) {
+    for (Precision precision : {Precision::kFP16, Precision::kBF16, Precision::kTF32}) {
       SCOPED_TRACE(c.name + " x " + dimsToString(c.x) + " w " + dimsToString(c.w) + " " + toString(precision));
       checkGraphConv(c, "Relu", Residual::kBefore, precision);
     }
@@ -120,7 +120,7 @@ TEST(GraphConvAgreement, ShapesFp16AndBf16) {
 // every activation between the stem and the pool stays NHWC, and no reformat layer is inserted.
 TEST(GraphConvAgreement, ChannelsLastChain) {
   KILN_REQUIRE_CUDA_BACKEND();
-  for (Precision precision : {Precision::kFP16, Precision::kBF16}) {
+  for (Precision precision : {Precision::kFP16, Precision::kBF16, Precision::kTF32}) {
     SCOPED_TRACE(toString(precision));
     ModelBuilder mb;
     const std::vector<int64_t> x = {2, 3, 40, 36};

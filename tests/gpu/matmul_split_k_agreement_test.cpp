@@ -119,7 +119,8 @@ std::vector<std::string> expectEveryCandidateAgrees(const std::string& model,
     ids.push_back(candidate.tactic);
     test::AgreementOptions forcedOptions = options;
     forcedOptions.forcedTactics = {{layer->name, candidate.tactic}};
-    const LayerSummary* forced = productLayer(test::expectBackendsAgree(model, inputs, forcedOptions));
+    const test::Agreement forcedRun = test::expectBackendsAgree(model, inputs, forcedOptions);
+    const LayerSummary* forced = productLayer(forcedRun);  // points into forcedRun
     EXPECT_NE(forced, nullptr);
     if (forced) EXPECT_EQ(forced->tactic, candidate.tactic);
   }

@@ -1,4 +1,5 @@
-// Conv / kiln.FusedConv as one cuDNN graph in float16 / bfloat16, channels-last (graph_conv.h).
+// Conv / kiln.FusedConv as one cuDNN graph in float16 / bfloat16, or float32 where TF32 is allowed,
+// channels-last (graph_conv.h).
 //
 // cuDNN's fused engines take NHWC tensors with channels a multiple of 8 (16-byte vectors): the
 // filter is re-laid out once to KRSC with its input channels padded by zeros to that multiple, and
@@ -327,13 +328,18 @@ bool isGraphConvTactic(const std::string& tacticId) { return tacticId.rfind(kTac
 
 std::vector<Tactic> graphConvTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
                                      CudaDevice& device) {
-  if (precision != Precision::kFP16 && precision != Precision::kBF16) return {};
+  // fp32 tensors only where TF32 is allowed: cuDNN's fp32 graph engines run on tensor cores in TF32,
+  // and exact fp32 convolutions keep the convolution API's FMA algorithms.
+  if (precision != Precision::kFP16 && precision != Precision::kBF16 && precision != Precision::kTF32) return {};
   if (inputs.dims.size() <= kConvW || inputs.dims[kConvX].size() != 4 || inputs.dims[kConvW].size() != 4) return {};
   if (inputs.weights.size() <= kConvW || !inputs.weights[kConvW] || elementCount(inputs.dims[kConvX]) == 0) return {};
   std::vector<Tactic> tactics;
   try {
     const ConvSpec spec = convSpecOf(layer, precision, inputs.types.empty() ? DataType::kFloat32 : inputs.types[0]);
-    if (spec.transpose || (spec.storage != DataType::kFloat16 && spec.storage != DataType::kBFloat16)) return {};
+    const bool storageTaken = precision == Precision::kTF32
+                                  ? spec.storage == DataType::kFloat32
+                                  : spec.storage == DataType::kFloat16 || spec.storage == DataType::kBFloat16;
+    if (spec.transpose || !storageTaken) return {};
     cudnnHandle_t handle = cudnnHandleForThread(device.ordinal);
     const std::vector<int64_t>&x = inputs.dims[kConvX], &w = inputs.dims[kConvW];
     // Output channels padded to the graph's multiple of 8 need the bias as a constant to pad too.

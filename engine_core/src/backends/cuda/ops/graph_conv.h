@@ -1,10 +1,10 @@
 #pragma once
-// Conv and kiln.FusedConv in float16 / bfloat16 as one cuDNN operation graph each (conv + bias +
-// residual + activation, cudnn_conv_graph.h), channels-last. The tactics are the heuristics' engine
-// configs ("cudnn.graph.conv.fp16.c0", ...), each timed by the builder; the payload keeps the
-// engine and knobs, so a plan runs the config its build timed. The step takes its input, output
-// and residual linear or channels-last as the plan says (re-laying out a linear one in its
-// workspace), so it runs anywhere; the engine keeps chains of these convolutions channels-last.
+// Conv and kiln.FusedConv in float16 / bfloat16 (float32 in TF32 builds) as one cuDNN operation
+// graph each (conv + bias + residual + activation, cudnn_conv_graph.h), channels-last. The tactics are the heuristics'
+// engine configs ("cudnn.graph.conv.fp16.c0", ...), each timed by the builder; the payload keeps the engine and knobs,
+// so a plan runs the config its build timed. The step takes its input, output and residual linear or channels-last as
+// the plan says (re-laying out a linear one in its workspace), so it runs anywhere; the engine keeps chains of these
+// convolutions channels-last.
 #include "../../backend.h"
 #include "../cuda_device.h"
 
