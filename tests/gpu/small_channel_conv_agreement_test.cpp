@@ -107,3 +107,23 @@ TEST(SmallChannelConvAgreement, ResNetStemWithMaxPoolFused) {
   const std::vector<int64_t> x{2, 3, 33, 30};
   expectAgreement(stemWithPool(x), x, {"stem"}, "kiln.FusedConvPool");
 }
+
+// The split form the CUDA backend falls back on where the small-channel kernel refuses (float32
+// always; here forced in every precision): the FusedConv's cuDNN step, then the pool kernel.
+TEST(SmallChannelConvAgreement, ResNetStemWithMaxPoolSplit) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::vector<int64_t> x{2, 3, 33, 30};
+  for (Precision precision : {Precision::kFP32, Precision::kFP16, Precision::kBF16}) {
+    SCOPED_TRACE(toString(precision));
+    test::AgreementOptions options;
+    options.precision = precision;
+    options.forcedTactics["stem"] = std::string("cuda.convpool.split.") + toString(precision);
+    const auto agreement =
+        test::expectBackendsAgree(stemWithPool(x).bytes(), {{"x", test::randomFloats(x, 9)}}, options);
+    test::expectNoFailedTactics(agreement);
+    bool split = false;
+    for (const LayerSummary& l : agreement.gpuLayers)
+      split |= l.type == "kiln.FusedConvPool" && l.tactic.rfind("cuda.convpool.split.", 0) == 0;
+    EXPECT_TRUE(split) << "the stem did not run the split form";
+  }
+}
