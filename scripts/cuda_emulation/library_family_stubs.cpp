@@ -43,6 +43,7 @@ void registerConvCudaOps(CudaOpRegistry& registry) {
   op.channelsLastInputs = [](const Layer&, const std::string&) -> std::vector<size_t> { return {kConvX}; };
   registry.add("Conv", op);
   registry.add(fused::kDomain, fused::kFusedConv, op);
+  registry.add(fused::kDomain, fused::kFusedConvPool, op);  // the small-channel kernel pools too
 }
 void registerRecurrentCudaOps(CudaOpRegistry&) {}
 void registerAttentionCudaOps(CudaOpRegistry& registry) {

@@ -1,7 +1,9 @@
 // CPU and CUDA engines agree on convolutions of few input channels run by Kiln's tensor-core
 // kernel (cuda_small_channel_conv.cpp), the tactic forced: ResNet's stem (7x7 stride 2, 3 -> 64,
 // bias, Relu) and an odd chain (3x3 4 -> 8 with SiLU, then 1x1 8 -> 16 without bias reading the first
-// one's output channels-last), in fp16 and bf16.
+// one's output channels-last), in fp16 and bf16; and the stem with its 3x3 stride 2 MaxPool fused
+// into one kiln.FusedConvPool on the GPU (the CPU runs the two apart), the small-channel tactic
+// forced.
 #include "common/test_models.h"
 #include "gpu/backend_agreement.h"
 
@@ -40,6 +42,18 @@ ModelBuilder stem(const std::vector<int64_t>& x) {
   return mb;
 }
 
+ModelBuilder stemWithPool(const std::vector<int64_t>& x) {
+  ModelBuilder mb;
+  mb.input("x", kFloat, x).output("y");
+  addConv(mb, "x", {"stem", {64, x[1], 7, 7}, 2, 3, true}, 330);
+  mb.node("Relu", {"stem"}, {"stem_relu"}, "relu");
+  auto& pool = mb.node("MaxPool", {"stem_relu"}, {"y"}, "pool");
+  ModelBuilder::setInts(pool, "kernel_shape", {3, 3});
+  ModelBuilder::setInts(pool, "strides", {2, 2});
+  ModelBuilder::setInts(pool, "pads", {1, 1, 1, 1});
+  return mb;
+}
+
 ModelBuilder chain(const std::vector<int64_t>& x) {
   ModelBuilder mb;
   mb.input("x", kFloat, x).output("y");
@@ -51,7 +65,8 @@ ModelBuilder chain(const std::vector<int64_t>& x) {
   return mb;
 }
 
-void expectAgreement(const ModelBuilder& model, const std::vector<int64_t>& x, const std::vector<std::string>& convs) {
+void expectAgreement(const ModelBuilder& model, const std::vector<int64_t>& x, const std::vector<std::string>& convs,
+                     const std::string& convType = "") {
   for (Precision precision : {Precision::kFP16, Precision::kBF16}) {
     SCOPED_TRACE(toString(precision));
     test::AgreementOptions options;
@@ -63,6 +78,8 @@ void expectAgreement(const ModelBuilder& model, const std::vector<int64_t>& x, c
     int ran = 0;
     for (const LayerSummary& l : agreement.gpuLayers) {
       ran += l.tactic.rfind("kiln.conv.smallc.", 0) == 0;
+      if (!convType.empty() && l.name == convs.front()) EXPECT_EQ(l.type, convType);
+      EXPECT_NE(l.type, "MaxPool") << "the pool was not fused";
       EXPECT_NE(l.role, "reformat") << l.name << " re-lays out " << l.inputs.at(0).name;
       if (l.name == "second" && l.tactic.rfind("kiln.conv.smallc.", 0) == 0)
         EXPECT_EQ(l.inputs.at(0).format, "nhwc") << "the chain's second convolution reads its input linear";
@@ -83,4 +100,30 @@ TEST(SmallChannelConvAgreement, ChainWithChannelsLastBetween) {
   KILN_REQUIRE_CUDA_BACKEND();
   const std::vector<int64_t> x{1, 4, 17, 13};
   expectAgreement(chain(x), x, {"first", "second"});
+}
+
+TEST(SmallChannelConvAgreement, ResNetStemWithMaxPoolFused) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::vector<int64_t> x{2, 3, 33, 30};
+  expectAgreement(stemWithPool(x), x, {"stem"}, "kiln.FusedConvPool");
+}
+
+// The split form the CUDA backend falls back on where the small-channel kernel refuses (float32
+// always; here forced in every precision): the FusedConv's cuDNN step, then the pool kernel.
+TEST(SmallChannelConvAgreement, ResNetStemWithMaxPoolSplit) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::vector<int64_t> x{2, 3, 33, 30};
+  for (Precision precision : {Precision::kFP32, Precision::kFP16, Precision::kBF16}) {
+    SCOPED_TRACE(toString(precision));
+    test::AgreementOptions options;
+    options.precision = precision;
+    options.forcedTactics["stem"] = std::string("cuda.convpool.split.") + toString(precision);
+    const auto agreement =
+        test::expectBackendsAgree(stemWithPool(x).bytes(), {{"x", test::randomFloats(x, 9)}}, options);
+    test::expectNoFailedTactics(agreement);
+    bool split = false;
+    for (const LayerSummary& l : agreement.gpuLayers)
+      split |= l.type == "kiln.FusedConvPool" && l.tactic.rfind("cuda.convpool.split.", 0) == 0;
+    EXPECT_TRUE(split) << "the stem did not run the split form";
+  }
 }

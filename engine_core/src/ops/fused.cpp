@@ -9,6 +9,12 @@
 //   none) is one of Relu, Clip (alpha = min, beta = max), Sigmoid, HardSigmoid (alpha, beta),
 //   HardSwish, SiLU (x * sigmoid(x)), Gelu, GeluTanh (Gelu with approximate = tanh), LeakyRelu
 //   (alpha), Tanh; activation_alpha / activation_beta (floats) are its parameters.
+// kiln.FusedConvPool inputs X, W, [B]      y = MaxPool(act(conv(X, W) + B))
+//   a FusedConv over a 2-D Conv (no residual) and the MaxPool reading its output alone: the
+//   FusedConv's attributes, and the MaxPool's prefixed "pool_" (pool_kernel_shape, pool_strides,
+//   pool_pads, pool_ceil_mode, ...) with its opset in pool_opset. Made by FuseConvMaxPool where the
+//   CUDA small-channel kernel runs the whole (the 205 MB stem output of ResNet-50 b128 is never
+//   written); other backends run the FusedConv, then the MaxPool.
 // kiln.FusedMatMul inputs A, B, [C], [Z]     y = act(base(A, B, C) + Z)  or  act(base(A, B, C)) + Z
 //   base "Gemm" (C is Gemm's C, scaled by its beta) or "MatMul" (C is a bias of shape [N] added
 //   to every row, N = the last output dim). Epilogue attributes as for FusedConv. float32.
@@ -63,6 +69,21 @@ void inferFusedConv(InferenceContext& ctx) {
   if (base != "Conv" && base != "ConvTranspose")
     ctx.fail("attribute 'base' must be Conv or ConvTranspose, got '" + base + "'");
   inferFromBase(ctx, 3);
+}
+
+// The FusedConv's output, then the MaxPool's over it.
+void inferFusedConvPool(InferenceContext& ctx) {
+  const Layer conv = fused::convOfConvPool(ctx.layer()), pool = fused::poolOfConvPool(ctx.layer());
+  std::vector<const Tensor*> inputs;
+  for (size_t i = 0; i < ctx.inputCount(); ++i) inputs.push_back(ctx.hasInput(i) ? &ctx.input(i) : nullptr);
+  InferenceContext convCtx(conv, std::move(inputs), [&ctx](size_t i) { return ctx.inputValue(i); });
+  inferFusedConv(convCtx);
+  const Tensor convOut = convCtx.output(0);
+  const OpSchema* maxPool = OpSchemaRegistry::instance().find("", "MaxPool");
+  if (!maxPool) ctx.fail("MaxPool has no schema");
+  InferenceContext poolCtx(pool, {&convOut}, [](size_t) -> const HostTensor* { return nullptr; });
+  maxPool->infer(poolCtx);
+  ctx.setOutput(0, poolCtx.output(0).dtype, poolCtx.output(0).shape);
 }
 
 void inferFusedMatMul(InferenceContext& ctx) {
@@ -137,6 +158,7 @@ void inferAttention(InferenceContext& ctx) {
 void registerFusedSchemas(OpSchemaRegistry& registry) {
   registry.add({fused::kDomain, fused::kFusedConv, inferFusedConv, 2, 4});
   registry.add({fused::kDomain, fused::kFusedMatMul, inferFusedMatMul, 2, 4});
+  registry.add({fused::kDomain, fused::kFusedConvPool, inferFusedConvPool, 2, 3});
   registry.add({fused::kDomain, fused::kPointwise, inferPointwise, 1, -1});
   registry.add({fused::kDomain, fused::kAttention, inferAttention, 3, 4});
 }

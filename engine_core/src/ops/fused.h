@@ -4,6 +4,8 @@
 #include <kiln/network.h>
 
 #include <cstddef>
+#include <cstring>
+#include <string>
 #include <utility>
 
 namespace kiln::fused {
@@ -13,6 +15,7 @@ inline constexpr const char* kFusedConv = "FusedConv";
 inline constexpr const char* kFusedMatMul = "FusedMatMul";
 inline constexpr const char* kPointwise = "Pointwise";
 inline constexpr const char* kAttention = "Attention";
+inline constexpr const char* kFusedConvPool = "FusedConvPool";
 
 // Epilogue attributes of FusedConv / FusedMatMul.
 inline constexpr const char* kBase = "base";  // ai.onnx op computed first: Conv, ConvTranspose, MatMul, Gemm
@@ -30,6 +33,34 @@ inline Layer baseLayer(const Layer& fused) {
   for (const char* key : {kBase, kActivation, kActivationAlpha, kActivationBeta, kResidualBeforeActivation})
     base.attributes.erase(key);
   return base;
+}
+
+// kiln.FusedConvPool: a kiln.FusedConv's attributes plus its MaxPool's, each named kPoolPrefix +
+// the MaxPool's name, and the MaxPool's opset in kPoolOpset.
+inline constexpr const char* kPoolPrefix = "pool_";
+inline constexpr const char* kPoolOpset = "pool_opset";
+
+// The kiln.FusedConv a FusedConvPool computes first (its output named after the layer's + "_conv").
+inline Layer convOfConvPool(const Layer& convPool) {
+  Layer conv = convPool;
+  conv.opType = kFusedConv;
+  std::erase_if(conv.attributes, [](const auto& a) { return a.first.rfind(kPoolPrefix, 0) == 0; });
+  for (std::string& out : conv.outputs) out += "_conv";
+  return conv;
+}
+
+// The MaxPool a FusedConvPool applies to its convolution's output.
+inline Layer poolOfConvPool(const Layer& convPool) {
+  Layer pool;
+  pool.name = convPool.name;
+  pool.opType = "MaxPool";
+  pool.opsetVersion = convPool.attrInt(kPoolOpset, 12);
+  for (const auto& [key, value] : convPool.attributes)
+    if (key.rfind(kPoolPrefix, 0) == 0 && key != kPoolOpset)
+      pool.attributes[key.substr(std::strlen(kPoolPrefix))] = value;
+  pool.inputs = {convOfConvPool(convPool).outputs.at(0)};
+  pool.outputs = convPool.outputs;
+  return pool;
 }
 
 // kiln.Attention's tensors stored with their rows and their last batch dim swapped, [..., L, H, D]

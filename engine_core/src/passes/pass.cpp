@@ -49,6 +49,7 @@ PassManager PassManager::standard(int optimizationLevel) {
   if (optimizationLevel >= 2) {
     manager.add(createFoldBatchNormPass());
     manager.add(createFuseConvEpiloguePass());
+    manager.add(createFuseConvMaxPoolPass());
     manager.add(createUnflattenGemmPass());
     manager.add(createFuseMatMulEpiloguePass());
   }

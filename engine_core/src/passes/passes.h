@@ -19,6 +19,8 @@ std::unique_ptr<Pass> createRemoveNoopsPass();
 std::unique_ptr<Pass> createFoldBatchNormPass();
 // Conv/ConvTranspose + bias + activation + residual Add -> kiln.FusedConv.
 std::unique_ptr<Pass> createFuseConvEpiloguePass();
+// A few-channel 2-D (Fused)Conv read only by a MaxPool -> kiln.FusedConvPool (CUDA builds).
+std::unique_ptr<Pass> createFuseConvMaxPoolPass();
 // Reshape -> Gemm -> Reshape around a linear layer on an N-D activation -> MatMul + Add on it.
 std::unique_ptr<Pass> createUnflattenGemmPass();
 // Gemm/MatMul + bias + activation + residual Add -> kiln.FusedMatMul.

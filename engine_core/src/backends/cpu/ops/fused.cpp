@@ -1,13 +1,15 @@
 // CPU kernels for Kiln's fused ops (semantics: engine_core/src/ops/fused.cpp). A float32 FusedConv
 // over Conv applies its epilogue inside the convolution, block by block; other FusedConv and
 // FusedMatMul layers run the base op's own CPU kernel, then the epilogue in one pass over its output;
-// Pointwise runs its body; Attention has its own kernel (kernels/cpu/attention).
+// FusedConvPool runs its FusedConv, then its MaxPool, with their own kernels; Pointwise runs its
+// body; Attention has its own kernel (kernels/cpu/attention).
 #include <kernels/cpu/attention/attention.h>
 #include <kernels/cpu/fused/epilogue.h>
 #include <kernels/cpu/layout/strided_copy.h>
 
 #include "../../../ops/fused.h"
 #include "../../../ops/op_families.h"
+#include "../../../ops/op_schema.h"
 #include "../../common/fused_epilogue.h"
 #include "../cpu_kernel.h"
 #include "conv_pool_common.h"
@@ -245,11 +247,43 @@ void attention(KernelContext& ctx) {
                       fused::swapRowsAndHeads(kernels::denseStrides(outDims)));
 }
 
+// The FusedConv into a buffer of its own, then the MaxPool into the layer's output.
+void fusedConvPool(KernelContext& ctx) {
+  const Layer conv = fused::convOfConvPool(ctx.layer()), pool = fused::poolOfConvPool(ctx.layer());
+  const CpuKernelFn* convKernel = CpuKernelRegistry::instance().find(fused::kDomain, fused::kFusedConv);
+  const CpuKernelFn* poolKernel = CpuKernelRegistry::instance().find("", "MaxPool");
+  if (!convKernel || !poolKernel) ctx.fail("FusedConv or MaxPool has no CPU kernel");
+  std::vector<Tensor> declared(ctx.inputCount());
+  std::vector<const Tensor*> declaredInputs;
+  std::vector<const Value*> inputs;
+  for (size_t i = 0; i < ctx.inputCount(); ++i) {
+    if (ctx.hasInput(i)) declared[i] = {conv.inputs[i], ctx.input(i).dtype(), Shape::fromDims(ctx.input(i).dims())};
+    declaredInputs.push_back(ctx.hasInput(i) ? &declared[i] : nullptr);
+    inputs.push_back(ctx.hasInput(i) ? &ctx.inputValue(i) : nullptr);
+  }
+  const OpSchema* convSchema = OpSchemaRegistry::instance().find(fused::kDomain, fused::kFusedConv);
+  InferenceContext convShape(conv, std::move(declaredInputs),
+                             [&](size_t i) -> const HostTensor* { return ctx.hasInput(i) ? &ctx.input(i) : nullptr; });
+  convSchema->infer(convShape);
+  auto subgraphs = [&](const Network& g, const std::vector<Value>& in) { return ctx.runSubgraph(g, in); };
+  KernelContext convCtx(conv, std::move(inputs), {convShape.output(0)}, subgraphs);
+  (*convKernel)(convCtx);
+  const Value convOut = convCtx.outputs().at(0);
+  KernelContext poolCtx(pool, {&convOut}, {ctx.inferredOutput(0)}, subgraphs);
+  poolCtx.setOutputAllocator([&](size_t i, DataType dtype, const std::vector<int64_t>& dims) {
+    return i == 0 ? ctx.allocateOutput(0, dtype, dims) : HostTensor();
+  });
+  (*poolKernel)(poolCtx);
+  if (poolCtx.outputs().at(0).tensor.rawData() != ctx.outputs().at(0).tensor.rawData())
+    ctx.setOutput(0, poolCtx.outputs().at(0).tensor);
+}
+
 }  // namespace
 
 void registerFusedCpuKernels(CpuKernelRegistry& registry) {
   registry.add(fused::kDomain, fused::kFusedConv, fusedConv);
   registry.add(fused::kDomain, fused::kFusedMatMul, fusedMatMul);
+  registry.add(fused::kDomain, fused::kFusedConvPool, fusedConvPool);
   registry.add(fused::kDomain, fused::kPointwise, pointwise);
   registry.add(fused::kDomain, fused::kAttention, attention);
 }

@@ -21,6 +21,7 @@
 #include "../cudnn_conv.h"
 #include "../workspace_math.h"
 #include "conv_plan.h"
+#include "conv_pool.h"
 #include "depthwise_conv.h"
 #include "gemm_conv.h"
 #include "small_channel_conv.h"
@@ -241,6 +242,7 @@ void registerConvCudaOps(CudaOpRegistry& registry) {
   registry.add("Conv", op);
   registry.add("ConvTranspose", op);
   registry.add(fused::kDomain, fused::kFusedConv, op);
+  registry.add(fused::kDomain, fused::kFusedConvPool, convPoolOp(op));
 }
 
 }  // namespace kiln::cuda

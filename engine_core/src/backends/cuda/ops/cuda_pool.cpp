@@ -6,16 +6,16 @@
 // convolutions keep their layout through them.
 #include "../../../ops/conv_pool_window.h"
 #include "cuda_data_step.h"
+#include "pool_window.h"
 
 #include <kernels/cuda/pool/pool.h>
 
 namespace kiln::cuda {
-namespace {
 
 namespace k = kernels::cuda;
 
 // The window over logical input dims [N, C, spatial...] (whatever the layout in memory).
-k::PoolWindow poolWindow(const Layer& layer, const std::vector<int64_t>& dims) {
+kernels::cuda::PoolWindow poolWindow(const Layer& layer, const std::vector<int64_t>& dims) {
   const std::vector<int64_t> spatial(dims.begin() + 2, dims.end());
   const kernels::SpatialWindow w = makeSpatialWindow(layer, readWindowAttributes(layer, spatial.size()), spatial);
   k::PoolWindow p;
@@ -30,6 +30,8 @@ k::PoolWindow poolWindow(const Layer& layer, const std::vector<int64_t>& dims) {
   }
   return p;
 }
+
+namespace {
 
 // A pool's input layout (a windowed pool writes its output in the same one; a global pool's
 // [N, C, 1, 1] output is the same bytes in both).
