@@ -44,12 +44,13 @@ ModelBuilder stemModel(const Spec& s, const std::vector<int64_t>& x) {
   return mb;
 }
 
-Optimized fuse(const ModelBuilder& mb, BackendKind backend) {
+Optimized fuse(const ModelBuilder& mb, BackendKind backend, bool halfPrecision = true) {
   PassManager manager;
   manager.add(createFuseConvEpiloguePass());
   manager.add(createFuseConvMaxPoolPass());
   PassContext context;
   context.backend = backend;
+  context.halfPrecision = halfPrecision;
   return optimize(mb, std::move(manager), std::move(context));
 }
 
@@ -75,6 +76,9 @@ TEST(FuseConvMaxPool, CeilModeAndAPlainConv) {
 
 TEST(FuseConvMaxPool, LeavesOtherConvolutionsAlone) {
   EXPECT_EQ(countOf(*fuse(stemModel({}, {1, 3, 16, 16}), BackendKind::kCpu).optimized, "kiln.FusedConvPool"), 0);
+  // A build without fp16 / bf16 (TF32): the convolution stays on cuDNN's channels-last graph.
+  EXPECT_EQ(countOf(*fuse(stemModel({}, {1, 3, 16, 16}), BackendKind::kCuda, false).optimized, "kiln.FusedConvPool"),
+            0);
   Spec wide;
   wide.channels = 16;
   EXPECT_EQ(countOf(*fuse(stemModel(wide, {1, 16, 16, 16}), BackendKind::kCuda).optimized, "kiln.FusedConvPool"), 0);

@@ -193,6 +193,7 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   PassContext passContext;
   passContext.backend = config.backend;
   passContext.optimizationLevel = config.optimizationLevel;
+  passContext.halfPrecision = config.allowFP16 || config.allowBF16;
   passContext.backendSupports = [&](const Layer& l) { return engineBackend->supports(l, Precision::kFP32).supported; };
   // layer -> why it stays float (not int8, not int4)
   std::map<std::string, std::string> keptFloat = lowerMatMulNBits(*network, config, *engineBackend, report);

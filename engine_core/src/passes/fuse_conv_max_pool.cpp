@@ -4,7 +4,9 @@
 // 128 in fp16. Only for the CUDA backend, whose small-channel kernel pools in its epilogue (other
 // backends and tactics would run the two layers apart anyway), and only where that kernel's
 // static limits hold (at most 8 input channels, output channels a multiple of 8); where it still
-// refuses (float32, a wide output), the CUDA backend runs the convolution, then the pool.
+// refuses (float32, a wide output), the CUDA backend runs the convolution, then the pool. Builds
+// without fp16 / bf16 keep the two apart: their convolution runs channels-last on cuDNN's graph
+// (TF32), which the split form's convolution API does not.
 #include "../ops/fused.h"
 #include "graph_utils.h"
 #include "passes.h"
@@ -32,7 +34,7 @@ class FuseConvMaxPoolPass final : public Pass {
 
  private:
   void apply(Network& network, PassContext& context) override {
-    if (context.backend != BackendKind::kCuda) return;
+    if (context.backend != BackendKind::kCuda || !context.halfPrecision) return;
     GraphIndex index(network);
     Rewriter rewriter(network);
     for (size_t i : network.topologicalOrder()) {

@@ -17,6 +17,8 @@ namespace kiln {
 struct PassContext {
   BackendKind backend = BackendKind::kCpu;
   int optimizationLevel = 3;
+  // Whether the build may run layers in fp16 / bf16 (passes that only pay off there skip others).
+  bool halfPrecision = true;
   // Whether the target backend can run this layer (a fused one, say); passes do not create layers
   // it cannot run. Defaults to "yes" (tests; the CPU backend runs everything).
   std::function<bool(const Layer&)> backendSupports;
