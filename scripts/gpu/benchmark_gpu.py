@@ -119,10 +119,8 @@ def time_cuda(fn, iters=100, warmup=20):
     return statistics.median(times)
 
 
-def peer(name, batch, precision, mode, inputs):
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cudnn.benchmark = True
+def on_gpu(name, inputs, precision):
+    """The model and its inputs on the GPU as the peers run them: fp16 or fp32, CNNs channels_last."""
     m = wrapped(name).cuda()
     x = [t.cuda() for t in inputs.values()]
     if precision == "fp16":
@@ -131,6 +129,14 @@ def peer(name, batch, precision, mode, inputs):
     if name in CNN:
         m = m.to(memory_format=torch.channels_last)
         x = [t.to(memory_format=torch.channels_last) for t in x]
+    return m, x
+
+
+def peer(name, batch, precision, mode, inputs):
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cudnn.benchmark = True
+    m, x = on_gpu(name, inputs, precision)
     with torch.inference_mode():
         if mode == "eager":
             fn = lambda: m(*x)
@@ -173,14 +179,7 @@ def peer_outputs(name, inputs, precision):
     """PyTorch's outputs in the row's precision (fp16, or fp32 with TF32), as the peers compute them."""
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
-    m = wrapped(name).cuda()
-    x = [t.cuda() for t in inputs.values()]
-    if precision == "fp16":
-        m = m.half()
-        x = [t.half() if t.is_floating_point() else t for t in x]
-    if name in CNN:
-        m = m.to(memory_format=torch.channels_last)
-        x = [t.to(memory_format=torch.channels_last) for t in x]
+    m, x = on_gpu(name, inputs, precision)
     with torch.inference_mode():
         y = m(*x)
     return y.float().cpu().numpy()

@@ -35,7 +35,7 @@ bool isPointwiseConv(const Layer& base, const std::vector<int64_t>& x, const std
 }
 
 // The product as a fused MatMul's: A = X [N·H·W, C], B = W [K, C] (transposed), bias along K.
-MatMulSpec productSpecOf(const Layer& layer, const ConvSpec& conv, Precision precision) {
+MatMulSpec productSpecOf(const Layer& layer, const ConvSpec& conv, Precision precision, DataType outputDeclared) {
   MatMulSpec s;
   s.fused = layer.domain == fused::kDomain;
   s.transB = true;
@@ -43,14 +43,7 @@ MatMulSpec productSpecOf(const Layer& layer, const ConvSpec& conv, Precision pre
   s.cConstant = conv.hasBias;
   s.hasResidual = conv.hasResidual;
   if (s.fused) s.epilogue = readFusedEpilogue(layer);
-  s.storage = conv.storage;
-  const auto type = cublasTypeOf(s.storage);
-  if (!type)
-    throw Error(ErrorCode::kUnsupported, layer.describe() + ": cuBLASLt takes float32, float16 or bfloat16, not " +
-                                             std::string(toString(s.storage)));
-  s.type = *type;
-  s.compute = s.storage == DataType::kFloat32 && precision == Precision::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                               : CUBLAS_COMPUTE_32F;
+  setProductTypes(s, layer, precision, outputDeclared);
   return s;
 }
 
@@ -118,12 +111,11 @@ class GemmConvStep : public CudaStep {
       : CudaStep(layer, tactic, signature, device,
                  storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
         conv_(convSpecOf(layer, tacticPrecision(layer, tactic), outputDeclared(signature))),
-        spec_(productSpecOf(layer, conv_, tacticPrecision(layer, tactic))),
+        spec_(productSpecOf(layer, conv_, tacticPrecision(layer, tactic), outputDeclared(signature))),
         epilogue_(layer, spec_.storage, device),
         stored_(decodeAlgo(tactic.payload)),
         formats_{tactic.inputFormat(kConvX) == TensorFormat::kNHWC,
-                 tactic.inputFormat(kConvResidual) == TensorFormat::kNHWC,
-                 tactic.outputFormat == TensorFormat::kNHWC},
+                 tactic.inputFormat(kConvResidual) == TensorFormat::kNHWC, tactic.outputFormat == TensorFormat::kNHWC},
         name_(layer.describe()) {
     const HostTensor* w = weight(kConvW);
     if (!w || w->rank() != 4)
@@ -257,8 +249,9 @@ std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, con
   if (!isPointwiseConv(base, x, w) || elementCount(x) == 0) return {};
   std::vector<Tactic> tactics;
   try {
-    const ConvSpec conv = convSpecOf(layer, precision, inputs.types.empty() ? DataType::kFloat32 : inputs.types[0]);
-    const MatMulSpec spec = productSpecOf(layer, conv, precision);
+    const DataType declared = inputs.types.empty() ? DataType::kFloat32 : inputs.types[0];
+    const ConvSpec conv = convSpecOf(layer, precision, declared);
+    const MatMulSpec spec = productSpecOf(layer, conv, precision, declared);
     const Geometry g = pointwiseGeometryOf(spec, x, w);
     // The workspace covers linear neighbours too (the copies), whatever formats the plan gives.
     const uint64_t copies = layoutOf(spec, g, Formats{}, 0).total();

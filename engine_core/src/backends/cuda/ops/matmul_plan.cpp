@@ -93,6 +93,11 @@ MatMulSpec matMulSpecOf(const Layer& layer, Precision precision, DataType output
   s.cConstant = s.hasC && cConstant;
   s.hasResidual = s.fused && layer.hasInput(kMatMulResidual);
   if (s.fused) s.epilogue = readFusedEpilogue(layer);
+  setProductTypes(s, layer, precision, outputDeclared);
+  return s;
+}
+
+void setProductTypes(MatMulSpec& s, const Layer& layer, Precision precision, DataType outputDeclared) {
   s.storage = storageOf(outputDeclared, precision);
   const auto type = cublasTypeOf(s.storage);
   if (!type)
@@ -102,7 +107,6 @@ MatMulSpec matMulSpecOf(const Layer& layer, Precision precision, DataType output
   // TF32 only where the plan allows it; fp16 / bf16 accumulate in fp32 either way.
   s.compute = s.storage == DataType::kFloat32 && precision == Precision::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                                : CUBLAS_COMPUTE_32F;
-  return s;
 }
 
 Geometry productGeometryOf(const Layer& layer, const MatMulSpec& s, const LayerShapes& dims) {

@@ -30,6 +30,11 @@ struct MatMulSpec {
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
 };
 
+// Sets spec's storage, cuBLASLt type and compute type (TF32 only where `precision` allows it) for
+// outputs declared `outputDeclared`; throws kUnsupported naming the layer for a storage type
+// cuBLASLt does not take here.
+void setProductTypes(MatMulSpec& spec, const Layer& layer, Precision precision, DataType outputDeclared);
+
 // Throws kUnsupported naming the layer for a storage type cuBLASLt does not take here.
 MatMulSpec matMulSpecOf(const Layer& layer, Precision precision, DataType outputDeclared, bool cConstant);
 
