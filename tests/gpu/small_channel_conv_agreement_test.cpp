@@ -108,12 +108,13 @@ TEST(SmallChannelConvAgreement, ResNetStemWithMaxPoolFused) {
   expectAgreement(stemWithPool(x), x, {"stem"}, "kiln.FusedConvPool");
 }
 
-// The split form the CUDA backend falls back on where the small-channel kernel refuses (float32
-// always; here forced in every precision): the FusedConv's cuDNN step, then the pool kernel.
+// The split form the CUDA backend falls back on where the small-channel kernel refuses (a layer
+// kept in float32 inside an fp16 build, rows wider than the kernel's; here forced): the FusedConv's
+// cuDNN step, then the pool kernel. (Builds without fp16 / bf16 do not fuse the pool at all.)
 TEST(SmallChannelConvAgreement, ResNetStemWithMaxPoolSplit) {
   KILN_REQUIRE_CUDA_BACKEND();
   const std::vector<int64_t> x{2, 3, 33, 30};
-  for (Precision precision : {Precision::kFP32, Precision::kFP16, Precision::kBF16}) {
+  for (Precision precision : {Precision::kFP16, Precision::kBF16}) {
     SCOPED_TRACE(toString(precision));
     test::AgreementOptions options;
     options.precision = precision;

@@ -67,6 +67,31 @@ INSTANTIATE_TEST_SUITE_P(Exporters, AttentionForms,
                          ::testing::Values(AttentionForm{true, true, true}, AttentionForm{false, false, false},
                                            AttentionForm{true, false, false}, AttentionForm{false, true, true}));
 
+// A constant additive mask of zeros (Hugging Face's export without an attention_mask input folds to
+// one) masks nothing: the layer reads none. A constant mask with a -inf reads as before.
+TEST(FuseAttention, ConstantZeroMaskIsDropped) {
+  for (bool zeros : {true, false}) {
+    SCOPED_TRACE(zeros ? "zeros" : "one key masked");
+    ModelBuilder mb;
+    mb.input("q", F, {2, 3, 5, 8}).input("k", F, {2, 3, 8, 5}).input("v", F, {2, 3, 5, 8});
+    std::vector<float> mask(5 * 5, 0.0f);
+    if (!zeros) mask[7] = -INFINITY;
+    mb.initializer("mask", HostTensor::fromVector<float>({1, 1, 5, 5}, mask));
+    mb.node("MatMul", {"q", "k"}, {"scores"}, "qk");
+    setScalar(mb, "d", std::sqrt(8.0f));
+    mb.node("Div", {"scores", "d"}, {"scaled"}, "scale");
+    mb.node("Add", {"scaled", "mask"}, {"masked"}, "add_mask");
+    ModelBuilder::setInt(mb.node("Softmax", {"masked"}, {"p"}, "softmax"), "axis", -1);
+    mb.node("MatMul", {"p", "v"}, {"y"}, "pv");
+    mb.output("y");
+    auto run = optimize(mb, createFuseAttentionPass());
+    const Layer& attention = onlyLayer(*run.optimized, "kiln.Attention");
+    EXPECT_EQ(attention.attrInt("has_mask"), zeros ? 0 : 1);
+    EXPECT_EQ(attention.inputs.size(), zeros ? 3u : 4u);
+    expectSameOutputs(run);
+  }
+}
+
 // torch.onnx's scaled_dot_product_attention: Q and Kᵀ each times √(1/√D), then the product and a mask,
 // and the probabilities of rows masked entirely zeroed by Where(IsNaN(p), 0, p).
 TEST(FuseAttention, PyTorchSdpaExportScalesBothOperands) {

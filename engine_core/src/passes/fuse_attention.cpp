@@ -214,6 +214,16 @@ std::optional<AttentionMatch> matchAttention(const Network& network, const Graph
   return m;
 }
 
+// A constant additive mask of zeros masks nothing: Hugging Face's exports without an attention_mask
+// input fold theirs to one ([1, 1, L, L] at BERT's L). The layer then reads no mask, so kernels
+// skip a load per score and libraries that take no additive mask (cuDNN's SDPA op) take it.
+bool masksNothing(const Network& network, const std::string& mask) {
+  const Tensor* t = network.findTensor(mask);
+  if (!t || !t->isConstant()) return false;
+  const std::vector<double> values = t->constant->toDoubleVector();
+  return std::all_of(values.begin(), values.end(), [](double v) { return v == 0.0; });
+}
+
 class FuseAttentionPass final : public Pass {
  public:
   std::string name() const override { return "FuseAttention"; }
@@ -226,6 +236,7 @@ class FuseAttentionPass final : public Pass {
       if (!isOp(network.layers()[i], "Softmax")) continue;
       auto m = matchAttention(network, index, i);
       if (!m || rewriter.claimed(m->layers)) continue;
+      if (!m->mask.empty() && masksNothing(network, m->mask)) m->mask.clear();
       Layer attention;
       attention.name = index.layer(m->layers.front()).name;
       attention.domain = fused::kDomain;
