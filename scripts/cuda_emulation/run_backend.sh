@@ -33,7 +33,7 @@ PY
 objects=("${kernel_objects[@]}")
 for src in "$root"/engine_core/src/backends/cuda/*.cpp "$root"/engine_core/src/backends/cuda/ops/*.cpp; do
   case "$(basename "$src")" in
-    attention_plan.cpp|quantized_gemm_plan.cpp|conv_plan.cpp) ;;  # planning the steps built here use
+    attention_plan.cpp|sdpa_plan.cpp|quantized_gemm_plan.cpp|conv_plan.cpp) ;;  # planning the steps built here use
     cuda_graph_conv.cpp|cuda_matmul.cpp|cuda_conv.cpp|cuda_recurrent.cpp|cuda_attention.cpp|*_plan.cpp) continue ;;
   esac
   object=$(eval compile "$src" $backend_flags)

@@ -127,7 +127,8 @@ void checkAttention(const AttentionCase& c, Precision precision, bool maskOneRow
   auto agreement = test::expectBackendsAgree(model.bytes, model.inputs, precision);
   const LayerSummary* layer = agreement.gpuLayerOfType("kiln.Attention");
   ASSERT_NE(layer, nullptr) << "the attention was not fused, or not run on the CUDA backend";
-  EXPECT_EQ(layer->tactic.rfind("cuda.attention.", 0), 0u) << layer->tactic;
+  EXPECT_TRUE(layer->tactic.rfind("cuda.attention.", 0) == 0 || layer->tactic.rfind("cudnn.sdpa.", 0) == 0)
+      << layer->tactic;
   if (c.interleaved) EXPECT_EQ(agreement.gpuLayerOfType("Transpose"), nullptr) << "a Transpose around heads was left";
   test::expectNoFailedTactics(agreement);
 }

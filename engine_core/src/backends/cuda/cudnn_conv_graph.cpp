@@ -5,8 +5,6 @@
 #include <kiln/error.h>
 #include <kiln/shape.h>
 
-#include <map>
-
 namespace kiln::cuda {
 namespace {
 
@@ -225,48 +223,14 @@ std::unique_ptr<CudnnOperationGraph> makeConvGraph(cudnnHandle_t handle, const C
   return std::make_unique<CudnnOperationGraph>(handle, std::move(operations), std::move(parts), context);
 }
 
-namespace {
-
-// Graphs and plans by what they compute, per thread (cuDNN handles are per thread); refusals too (null).
-struct PlanCache {
-  std::map<std::string, std::shared_ptr<CudnnOperationGraph>> graphs;
-  std::map<std::string, std::shared_ptr<CudnnExecutionPlan>> plans;
-};
-PlanCache& planCache() {
-  thread_local PlanCache cache;
-  return cache;
-}
-
-}  // namespace
-
 std::shared_ptr<CudnnOperationGraph> cachedConvGraph(cudnnHandle_t handle, const ConvGraphProblem& p,
                                                      const std::string& what) {
-  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(handle)) + p.describe();
-  auto& graphs = planCache().graphs;
-  if (auto it = graphs.find(key); it != graphs.end()) return it->second;
-  std::shared_ptr<CudnnOperationGraph> graph;
-  try {
-    graph = makeConvGraph(handle, p, what);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kUnsupported) throw;
-  }
-  return graphs[key] = graph;
+  return cachedGraph(handle, p.describe(), [&] { return makeConvGraph(handle, p, what); });
 }
 
 std::shared_ptr<CudnnExecutionPlan> cachedConvPlan(cudnnHandle_t handle, const CudnnOperationGraph& graph,
                                                    const ConvGraphProblem& p, const EngineChoice& choice) {
-  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(handle)) + p.describe() + choice.describe();
-  auto& plans = planCache().plans;
-  if (auto it = plans.find(key); it != plans.end()) return it->second;
-  auto plan = std::make_shared<CudnnExecutionPlan>(CudnnExecutionPlan::make(handle, graph, choice));
-  return plans[key] = plan->empty() ? nullptr : plan;
-}
-
-int64_t alignmentOf(std::initializer_list<const void*> pointers) {
-  uintptr_t bits = 16;
-  for (const void* p : pointers)
-    if (p) bits |= reinterpret_cast<uintptr_t>(p);
-  return int64_t(bits & (~bits + 1));
+  return cachedPlan(handle, graph, p.describe(), choice);
 }
 
 }  // namespace kiln::cuda

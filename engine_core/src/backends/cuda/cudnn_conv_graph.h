@@ -13,7 +13,6 @@
 
 #include <kiln/data_type.h>
 
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,15 +69,11 @@ ConvGraphProblem convGraphGeometry(const kernels::ConvShape& shape, const std::v
 std::unique_ptr<CudnnOperationGraph> makeConvGraph(cudnnHandle_t handle, const ConvGraphProblem& problem,
                                                    const std::string& what);
 
-// The same graphs and plans made once on this thread, by what they compute: repeated blocks of a
-// model, the builder's timing runs and the engine's steps share them (runtime-fusion engines compile
-// their kernels when a plan is made). Null where cuDNN refuses the graph or the config.
+// The same graphs and plans made once on this thread (cudnn_graph.h's cachedGraph / cachedPlan).
+// Null where cuDNN refuses the graph or the config.
 std::shared_ptr<CudnnOperationGraph> cachedConvGraph(cudnnHandle_t handle, const ConvGraphProblem& problem,
                                                      const std::string& what);
 std::shared_ptr<CudnnExecutionPlan> cachedConvPlan(cudnnHandle_t handle, const CudnnOperationGraph& graph,
                                                    const ConvGraphProblem& problem, const EngineChoice& choice);
-
-// The largest power of two up to 16 that divides every pointer (the alignment a graph states).
-int64_t alignmentOf(std::initializer_list<const void*> pointers);
 
 }  // namespace kiln::cuda

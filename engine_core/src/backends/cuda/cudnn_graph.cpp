@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace kiln::cuda {
 namespace {
@@ -131,6 +132,27 @@ CudnnDescriptor cudnnTensor(int64_t uid, cudnnDataType_t type, const std::vector
   }
   t.finalize();
   return t;
+}
+
+CudnnDescriptor cudnnScalarByValue(int64_t uid, const std::string& what) {
+  CudnnDescriptor t(CUDNN_BACKEND_TENSOR_DESCRIPTOR, what);
+  const std::vector<int64_t> one{1, 1, 1, 1};
+  const bool yes = true;
+  t.setDataType(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_DATA_FLOAT)
+      .setInts(CUDNN_ATTR_TENSOR_DIMENSIONS, one)
+      .setInts(CUDNN_ATTR_TENSOR_STRIDES, one)
+      .setInt(CUDNN_ATTR_TENSOR_UNIQUE_ID, uid)
+      .setInt(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, int64_t(sizeof(float)))
+      .set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes);
+  t.finalize();
+  return t;
+}
+
+int64_t alignmentOf(std::initializer_list<const void*> pointers) {
+  uintptr_t bits = 16;
+  for (const void* p : pointers)
+    if (p) bits |= reinterpret_cast<uintptr_t>(p);
+  return int64_t(bits & (~bits + 1));
 }
 
 std::vector<int64_t> linearStrides(const std::vector<int64_t>& dims) {
@@ -303,6 +325,45 @@ void CudnnExecutionPlan::execute(cudnnHandle_t handle, const std::vector<int64_t
   if (status == CUDNN_STATUS_SUCCESS) status = cudnnBackendExecute(handle, plan_.get(), pack);
   if (pack) cudnnBackendDestroyDescriptor(pack);
   if (status != CUDNN_STATUS_SUCCESS) checkCudnn(status, what + ": cudnnBackendExecute with " + choice_.describe());
+}
+
+namespace {
+
+// Graphs and plans by what they compute, per thread; refusals too (null).
+struct PlanCache {
+  std::map<std::string, std::shared_ptr<CudnnOperationGraph>> graphs;
+  std::map<std::string, std::shared_ptr<CudnnExecutionPlan>> plans;
+};
+PlanCache& planCache() {
+  thread_local PlanCache cache;
+  return cache;
+}
+
+std::string handleKey(cudnnHandle_t handle) { return std::to_string(reinterpret_cast<uintptr_t>(handle)); }
+
+}  // namespace
+
+std::shared_ptr<CudnnOperationGraph> cachedGraph(cudnnHandle_t handle, const std::string& key,
+                                                 const std::function<std::unique_ptr<CudnnOperationGraph>()>& make) {
+  auto& graphs = planCache().graphs;
+  const std::string fullKey = handleKey(handle) + key;
+  if (auto it = graphs.find(fullKey); it != graphs.end()) return it->second;
+  std::shared_ptr<CudnnOperationGraph> graph;
+  try {
+    graph = make();
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kUnsupported) throw;
+  }
+  return graphs[fullKey] = graph;
+}
+
+std::shared_ptr<CudnnExecutionPlan> cachedPlan(cudnnHandle_t handle, const CudnnOperationGraph& graph,
+                                               const std::string& key, const EngineChoice& choice) {
+  auto& plans = planCache().plans;
+  const std::string fullKey = handleKey(handle) + key + choice.describe();
+  if (auto it = plans.find(fullKey); it != plans.end()) return it->second;
+  auto plan = std::make_shared<CudnnExecutionPlan>(CudnnExecutionPlan::make(handle, graph, choice));
+  return plans[fullKey] = plan->empty() ? nullptr : plan;
 }
 
 }  // namespace kiln::cuda

@@ -6,6 +6,9 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,12 @@ class CudnnDescriptor {
 CudnnDescriptor cudnnTensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
                             const std::vector<int64_t>& strides, int64_t alignment, bool isVirtual,
                             const std::string& what);
+
+// A float32 scalar passed by value: the variant pack binds a host pointer to it, read at launch.
+CudnnDescriptor cudnnScalarByValue(int64_t uid, const std::string& what);
+
+// The largest power of two up to 16 that divides every pointer (the alignment a graph states).
+int64_t alignmentOf(std::initializer_list<const void*> pointers);
 
 // Strides of a dense tensor [N, C, spatial...] stored channels-last (N, spatial..., C) or linear.
 std::vector<int64_t> channelsLastStrides(const std::vector<int64_t>& dims);
@@ -103,5 +112,14 @@ class CudnnExecutionPlan {
   uint64_t workspace_ = 0;
   EngineChoice choice_;
 };
+
+// Graphs and plans made once on this thread (cuDNN handles are per thread), by what they compute
+// (`key`: the problem's full description): repeated blocks of a model, the builder's timing runs
+// and the engine's steps share them (runtime-fusion engines compile their kernels when a plan is
+// made). Refusals are kept too: null where `make` throws kUnsupported or cuDNN refuses the config.
+std::shared_ptr<CudnnOperationGraph> cachedGraph(cudnnHandle_t handle, const std::string& key,
+                                                 const std::function<std::unique_ptr<CudnnOperationGraph>()>& make);
+std::shared_ptr<CudnnExecutionPlan> cachedPlan(cudnnHandle_t handle, const CudnnOperationGraph& graph,
+                                               const std::string& key, const EngineChoice& choice);
 
 }  // namespace kiln::cuda

@@ -20,7 +20,34 @@ int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
 
 std::string dimsText(const std::vector<int64_t>& dims) { return dimsToString(dims); }
 
+// Element strides of a dense tensor stored with `stored` dims, in the order of the dims attention
+// computes on (rows and heads swapped back when interleaved). A packed part's are the packed
+// tensor's without the parts dim.
+std::vector<int64_t> computedStrides(const std::vector<int64_t>& stored, bool packed, bool interleaved) {
+  std::vector<int64_t> strides(stored.size());
+  int64_t stride = 1;
+  for (size_t i = stored.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= stored[i];
+  }
+  if (packed) strides = fused::packedPartDims(std::move(strides));
+  return interleaved ? fused::swapRowsAndHeads(std::move(strides)) : strides;
+}
+
 }  // namespace
+
+bool attentionHasMask(const Layer& layer) {
+  return layer.attrInt("has_mask", 0) != 0 && layer.inputs.size() > kAttentionMask &&
+         !layer.inputs[kAttentionMask].empty();
+}
+
+AttentionStrides attentionStridesOf(const AttentionPlan& plan, const LayerShapes& storedInputs) {
+  AttentionStrides s;
+  const std::vector<int64_t>* stored[4] = {&storedInputs[kAttentionQ], &storedInputs[kAttentionK],
+                                           &storedInputs[kAttentionV], &plan.storedOut};
+  for (size_t t = 0; t < 4; ++t) s.of[t] = computedStrides(*stored[t], plan.packed && t < 3, plan.interleaved[t]);
+  return s;
+}
 
 std::vector<int64_t> rowsAndHeadsPermutation(size_t rank) {
   std::vector<int64_t> perm(rank);

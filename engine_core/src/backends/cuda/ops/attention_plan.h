@@ -13,6 +13,9 @@ namespace kiln::cuda {
 
 enum AttentionInput : size_t { kAttentionQ = 0, kAttentionK = 1, kAttentionV = 2, kAttentionMask = 3 };
 
+// Whether the layer adds a mask (has_mask = 1 with the mask input named).
+bool attentionHasMask(const Layer& layer);
+
 // At most this many bytes of scores (and their probabilities and flags) in the workspace at once.
 inline constexpr uint64_t kAttentionScoresBudget = uint64_t(256) << 20;
 
@@ -52,6 +55,16 @@ struct AttentionPlan {
 AttentionPlan attentionPlanOf(const Layer& layer, DataType storage, const std::vector<int64_t>& q,
                               const std::vector<int64_t>& k, const std::vector<int64_t>& v,
                               const std::vector<int64_t>* mask, uint64_t scoresBudget = kAttentionScoresBudget);
+
+// Element strides of Q, K, V and the output (AttentionInput order, the output at
+// fused::kAttentionOutput) as stored with `storedInputs` (the layer's input dims) and plan.storedOut,
+// given in the order of the dims attention computes on (plan.q, plan.k, plan.v, plan.out): the
+// fused steps read interleaved tensors in place through them, a packed layer's parts through the
+// packed tensor's (each part then starts plan.partStride elements after the one before).
+struct AttentionStrides {
+  std::vector<int64_t> of[4];
+};
+AttentionStrides attentionStridesOf(const AttentionPlan& plan, const LayerShapes& storedInputs);
 
 // The permutation between a tensor's stored and computed dims when interleaved (rows and the last
 // batch dim swapped; its own inverse), for kernels::cuda::transpose.

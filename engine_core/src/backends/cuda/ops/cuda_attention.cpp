@@ -7,13 +7,15 @@
 // -inf gives zeros, as on the CPU (the softmax kernel gives NaN there; those rows are zeroed).
 // Batch-heads go through in chunks of whole trailing batch dims, so the scores of at most
 // 256 MiB are in the workspace at once. fp16 / bf16 layers are also offered the fused tactics of
-// cuda_flash_attention.cpp (no scores in memory); the builder times them against this one.
+// cuda_flash_attention.cpp (Kiln's kernel) and cuda_sdpa_attention.cpp (cuDNN's SDPA operation),
+// no scores in memory; the builder times them all against this one.
 #include "../../../ops/fused.h"
 #include "../cublaslt_matmul.h"
 #include "../cuda_ops.h"
 #include "../cuda_step.h"
 #include "attention_plan.h"
 #include "cuda_flash_attention.h"
+#include "cuda_sdpa_attention.h"
 
 #include <kernels/cuda/elementwise/binary.h>
 #include <kernels/cuda/elementwise/cast.h>
@@ -58,8 +60,7 @@ class AttentionStep : public CudaStep {
         precision_(tacticPrecision(layer, tactic)),
         storage_(storageOf(outputDeclared(signature), precision_)),
         scale_(layer.attrFloat("scale", 1.0f)),
-        hasMask_(layer.attrInt("has_mask", 0) != 0 && layer.inputs.size() > kAttentionMask &&
-                 !layer.inputs[kAttentionMask].empty()),
+        hasMask_(attentionHasMask(layer)),
         name_(layer.describe()) {
     const auto type = cublasTypeOf(storage_);
     if (!type)
@@ -259,12 +260,14 @@ void registerAttentionCudaOps(CudaOpRegistry& registry) {
   op.instantiate = [](const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
                       CudaDevice& device) -> std::unique_ptr<Step> {
     if (isFlashAttentionTactic(tactic)) return makeFlashAttentionStep(layer, tactic, signature, device);
+    if (isSdpaAttentionTactic(tactic)) return makeSdpaAttentionStep(layer, tactic, signature, device);
     return std::make_unique<AttentionStep>(layer, tactic, signature, device);
   };
   // The fused tactics first: the best guess where the builder cannot time them.
   op.tactics = [](const Layer& layer, Precision precision, const LayerInputs& inputs, CudaDevice& device) {
     std::vector<Tactic> tactics = flashAttentionTactics(layer, precision, inputs, device);
-    for (Tactic& t : attentionTactics(layer, precision, inputs, device)) tactics.push_back(std::move(t));
+    for (auto* more : {sdpaAttentionTactics, attentionTactics})
+      for (Tactic& t : more(layer, precision, inputs, device)) tactics.push_back(std::move(t));
     return tactics;
   };
   registry.add(fused::kDomain, fused::kAttention, op);

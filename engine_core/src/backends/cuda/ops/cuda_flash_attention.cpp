@@ -29,25 +29,6 @@ k::FlashQueryTile tileOf(const std::string& tacticId) {
   return k::FlashQueryTile::kRows64;
 }
 
-bool hasMaskInput(const Layer& layer) {
-  return layer.attrInt("has_mask", 0) != 0 && layer.inputs.size() > kAttentionMask &&
-         !layer.inputs[kAttentionMask].empty();
-}
-
-// Element strides of a dense tensor stored with `stored` dims, in the order of the dims attention
-// computes on (rows and heads swapped back when interleaved). A packed part's are the packed
-// tensor's without the parts dim.
-std::vector<int64_t> computedStrides(const std::vector<int64_t>& stored, bool packed, bool interleaved) {
-  std::vector<int64_t> strides(stored.size());
-  int64_t stride = 1;
-  for (size_t i = stored.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= stored[i];
-  }
-  if (packed) strides = fused::packedPartDims(std::move(strides));
-  return interleaved ? fused::swapRowsAndHeads(std::move(strides)) : strides;
-}
-
 // The kernel's problem for dense Q, K, V and output stored as the plan says: interleaved tensors
 // are read and written in place through their strides.
 k::FlashAttentionProblem flashProblemOf(const AttentionPlan& plan, const LayerShapes& storedInputs, float scale) {
@@ -60,11 +41,10 @@ k::FlashAttentionProblem flashProblemOf(const AttentionPlan& plan, const LayerSh
   p.valueDim = plan.dv;
   p.keyTransposed = plan.kTransposed;
   p.scale = scale;
-  const std::vector<int64_t>* stored[4] = {&storedInputs[kAttentionQ], &storedInputs[kAttentionK],
-                                           &storedInputs[kAttentionV], &plan.storedOut};
+  const AttentionStrides all = attentionStridesOf(plan, storedInputs);
   k::FlashStrides* views[4] = {&p.q, &p.k, &p.v, &p.out};
   for (size_t t = 0; t < 4; ++t) {
-    const std::vector<int64_t> strides = computedStrides(*stored[t], plan.packed && t < 3, plan.interleaved[t]);
+    const std::vector<int64_t>& strides = all.of[t];
     for (size_t i = 0; i < batchRank; ++i) views[t]->batch[i] = strides[i];
     views[t]->row = strides[batchRank];
     views[t]->column = strides[batchRank + 1];
@@ -98,7 +78,7 @@ class FlashAttentionStep : public CudaStep {
         storage_(storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
         tile_(tileOf(tactic.id)),
         scale_(layer.attrFloat("scale", 1.0f)),
-        hasMask_(hasMaskInput(layer)),
+        hasMask_(attentionHasMask(layer)),
         name_(layer.describe()) {
     if (storage_ != DataType::kFloat16 && storage_ != DataType::kBFloat16)
       throw Error(ErrorCode::kUnsupported, name_ + ": the tactic '" + tactic.id +
@@ -173,7 +153,7 @@ std::vector<Tactic> flashAttentionTactics(const Layer& layer, Precision precisio
   if (inputs.dims.size() < 3 || inputs.dims[kAttentionQ].empty() || inputs.dims[kAttentionK].empty() ||
       inputs.dims[kAttentionV].empty())
     return {};  // dims unknown: the head dims may be past the kernel's
-  const bool mask = hasMaskInput(layer) && inputs.dims.size() > kAttentionMask;
+  const bool mask = attentionHasMask(layer) && inputs.dims.size() > kAttentionMask;
   const DataType storage = storageOf(inputs.types.empty() ? DataType::kFloat32 : inputs.types[0], precision);
   try {
     const AttentionPlan plan =
