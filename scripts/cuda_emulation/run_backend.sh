@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs tests/gpu's agreement tests against the CUDA backend with its kernels run by the host
 # emulator: bash scripts/cuda_emulation/run_backend.sh [gtest filter]. Builds the backend's files
-# (without the cuBLASLt/cuDNN families: matmul, conv and graph conv, recurrent, attention's
+# (without the cuBLASLt/cuDNN families: matmul, conv, graph and 1x1 GEMM conv, recurrent, attention's
 # two-product step; stubs register nothing for the first three and only the flash tactics for
 # attention) and the emulated kernels into build/cuda-emulation/backend/libkiln_cuda_backend.so,
 # linked against build/default's libkiln.so and bound to its own emulated CUDA runtime (-Bsymbolic), and
@@ -34,7 +34,7 @@ objects=("${kernel_objects[@]}")
 for src in "$root"/engine_core/src/backends/cuda/*.cpp "$root"/engine_core/src/backends/cuda/ops/*.cpp; do
   case "$(basename "$src")" in
     attention_plan.cpp|sdpa_plan.cpp|quantized_gemm_plan.cpp|conv_plan.cpp) ;;  # planning the steps built here use
-    cuda_graph_conv.cpp|cuda_matmul.cpp|cuda_conv.cpp|cuda_recurrent.cpp|cuda_attention.cpp|*_plan.cpp) continue ;;
+    cuda_graph_conv.cpp|cuda_gemm_conv.cpp|cuda_matmul.cpp|cuda_conv.cpp|cuda_recurrent.cpp|cuda_attention.cpp|*_plan.cpp) continue ;;
   esac
   object=$(eval compile "$src" $backend_flags)
   objects+=("$object")
