@@ -2,6 +2,7 @@
 // Loads plans and runs them: Runtime -> Engine (immutable, shareable) -> ExecutionContext.
 #include <kiln/build_report.h>
 #include <kiln/builder_config.h>
+#include <kiln/communicator.h>
 #include <kiln/host_tensor.h>
 #include <kiln/logger.h>
 #include <kiln/shape.h>
@@ -111,6 +112,13 @@ class ExecutionContext {
   // host layers between device ones) or the backend cannot record. Off while a profiler or tensor
   // observer is set.
   void setGraphCapture(bool enabled);
+  // The communicator its collective layers (kiln.AllReduce, ...) exchange data through: this
+  // rank's member of the group the engine's ranks run in. Throws naming a layer whose world_size
+  // differs from the communicator's size. An engine without collectives needs none; one whose
+  // collectives have world_size 1 runs them as copies without one. When a run fails, the
+  // communicator is aborted so the other ranks fail at once instead of waiting out the timeout.
+  void setCommunicator(std::shared_ptr<Communicator> communicator);
+  Communicator* communicator() const { return communicator_.get(); }
 
   // Convenience for hosts without manual binding: copies host inputs in, runs, returns host outputs.
   std::map<std::string, HostTensor> run(const std::map<std::string, HostTensor>& inputs);
@@ -121,6 +129,8 @@ class ExecutionContext {
   void prepareShapes();
   // The steps in plan order on their backends' streams (the engine backend's is `engine`).
   void launchSteps(Stream& engine);
+  void enqueueSteps(void* stream);
+  std::map<std::string, HostTensor> runOnHost(const std::map<std::string, HostTensor>& inputs);
   const SlotState& slotState(int slot) const;
 
   std::shared_ptr<const EnginePlan> plan_;
@@ -129,6 +139,7 @@ class ExecutionContext {
   int profile_ = 0;
   Profiler* profiler_ = nullptr;
   TensorObserver observer_;
+  std::shared_ptr<Communicator> communicator_;
 };
 
 class Runtime {

@@ -125,6 +125,7 @@ inline DeviceBuffer allocateBuffer(DeviceAllocator& allocator, uint64_t bytes, u
 }
 
 class Event;
+class Communicator;
 
 // An ordered queue of device work (cudaStream_t). The CPU's streams run work as it is enqueued.
 class Stream {
@@ -178,6 +179,9 @@ struct StepArgs {
   uint64_t workspaceBytes = 0;
   OutputAllocator* outputAllocator = nullptr;
   StepState* state = nullptr;  // from Step::createState, per execution context
+  // The execution context's communicator (collective layers exchange data through it); null when
+  // the caller gave none.
+  Communicator* communicator = nullptr;
 };
 
 // A layer instantiated with one tactic, its weights prepared (uploaded, repacked); runs many times,

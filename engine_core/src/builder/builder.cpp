@@ -4,6 +4,7 @@
 
 #include "../backends/backend.h"
 #include "../backends/backend_registry.h"
+#include "../ops/collective.h"
 #include "../ops/weight_only.h"
 #include "../passes/pass.h"
 #include "../plan/plan_format.h"
@@ -184,6 +185,7 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   auto network = std::make_shared<Network>(input);
   network->validate();
   network->inferShapes();
+  collective::checkWorldSizes(*network);
   validateProfiles(*network, config);
 
   BuildReport report;

@@ -2,6 +2,7 @@
 
 #include <kiln/error.h>
 
+#include "../ops/collective.h"
 #include "../runtime/subgraph_cache.h"
 
 #include <functional>
@@ -27,9 +28,9 @@ bool sizeFollowsData(const Layer& layer) {
   return layer.domain.empty() && ops.count(layer.opType) != 0;
 }
 
-// Ops the shape phase may run on the host: deterministic and free of subgraphs.
+// Ops the shape phase may run on the host: deterministic, free of subgraphs and of other ranks.
 bool hostEvaluable(const Layer& layer) {
-  if (hasSubgraphs(layer)) return false;
+  if (hasSubgraphs(layer) || collective::isCollective(layer)) return false;
   const std::string& op = layer.opType;
   return op.rfind("Random", 0) != 0 && op != "Bernoulli" && op != "Multinomial";
 }

@@ -18,7 +18,8 @@ class CpuKernelRegistry;
   X(Fused)                  \
   X(Quantized)              \
   X(WeightOnly)             \
-  X(Conversion)
+  X(Conversion)             \
+  X(Collective)
 
 #define KILN_DECLARE_FAMILY(Family)                        \
   void register##Family##Schemas(OpSchemaRegistry& registry); \

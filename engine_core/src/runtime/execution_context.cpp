@@ -14,6 +14,7 @@
 #include "host_execution.h"
 #include "precision_convert.h"
 #include "shape_resolver.h"
+#include "../ops/collective.h"
 
 #include "../backends/cpu/channels_last.h"
 
@@ -293,7 +294,29 @@ void ExecutionContext::prepareShapes() {
   }
 }
 
+void ExecutionContext::setCommunicator(std::shared_ptr<Communicator> communicator) {
+  if (communicator)
+    for (const Layer& layer : plan_->network->layers())
+      if (collective::isCollective(layer) && collective::worldSizeOf(layer) != communicator->size())
+        throw Error(ErrorCode::kInvalidArgument, layer.describe() + " was built for world_size " +
+                                                     std::to_string(collective::worldSizeOf(layer)) +
+                                                     ", but the communicator (" + communicator->describe() + ") has " +
+                                                     std::to_string(communicator->size()) +
+                                                     " ranks; give it a communicator of the group it was "
+                                                     "split for");
+  communicator_ = std::move(communicator);
+}
+
 void ExecutionContext::enqueue(void* native) {
+  try {
+    enqueueSteps(native);
+  } catch (const std::exception& e) {
+    if (communicator_) communicator_->abort(e.what());  // the other ranks fail now, not at their timeout
+    throw;
+  }
+}
+
+void ExecutionContext::enqueueSteps(void* native) {
   const EngineProgram& p = *program_;
   State& st = *state_;
   Stream* engineStream = &st.engineStream(p, native);
@@ -384,6 +407,7 @@ void ExecutionContext::launchSteps(Stream& engine) {
     args.workspaceBytes = workspaceBytes;
     args.outputAllocator = &late;
     args.state = st.memory.state(k);
+    args.communicator = communicator_.get();
     auto& events = st.layerEvents[layer.backend];
     if (profiler_ && !events.first) events = {layer.backend->createEvent(), layer.backend->createEvent()};
     if (profiler_) events.first->record(stream);

@@ -45,6 +45,15 @@ class CollectingAllocator : public OutputBufferAllocator {
 }  // namespace
 
 std::map<std::string, HostTensor> ExecutionContext::run(const std::map<std::string, HostTensor>& given) {
+  try {
+    return runOnHost(given);
+  } catch (const std::exception& e) {
+    if (communicator_) communicator_->abort(e.what());  // as enqueue: the other ranks fail now
+    throw;
+  }
+}
+
+std::map<std::string, HostTensor> ExecutionContext::runOnHost(const std::map<std::string, HostTensor>& given) {
   const EngineProgram& p = *program_;
   for (const auto& [name, t] : given) {
     auto it = p.slotOf.find(name);

@@ -59,6 +59,9 @@ class KernelContext {
     workspaceBytes_ = bytes;
   }
   std::vector<Value>& outputs() { return outputs_; }
+  // The execution context's communicator, for collective layers; null when none was given.
+  Communicator* communicator() const { return communicator_; }
+  void setCommunicator(Communicator* communicator) { communicator_ = communicator; }
 
   // Runs a subgraph attribute (If/Loop/Scan bodies); outer-scope tensors are visible to it.
   std::vector<Value> runSubgraph(const Network& graph, const std::vector<Value>& inputs) const {
@@ -77,6 +80,7 @@ class KernelContext {
   void* workspace_ = nullptr;
   uint64_t workspaceBytes_ = 0;
   std::unique_ptr<float[]> ownedWorkspace_;
+  Communicator* communicator_ = nullptr;
 };
 
 using CpuKernelFn = std::function<void(KernelContext&)>;

@@ -172,6 +172,7 @@ void CpuStep::enqueue(const StepArgs& args, Stream&) const {
                     });
   ctx.setOutputAllocator(outputMemory);
   ctx.setWorkspace(args.workspace, tacticWorkspace(args.inputs));
+  ctx.setCommunicator(args.communicator);
   runKernel(kernel_, ctx);
 
   for (size_t i = 0; i < layer_.outputs.size(); ++i) {

@@ -1,0 +1,186 @@
+// CPU kernels of the collective layers (semantics: ops/collective.h) over the execution context's
+// communicator. Tensors split or joined along an axis other than the outermost are laid out as
+// world_size contiguous blocks in the workspace first (the communicator's buffers are flat). A
+// layer of world_size 1 without a communicator is a copy, so single-rank engines run anywhere.
+#include <kiln/communicator.h>
+#include <kernels/cpu/layout/strided_copy.h>
+
+#include "../../../ops/collective.h"
+#include "../../../ops/fused.h"
+#include "../../../ops/op_families.h"
+#include "../../../ops/op_schema.h"
+#include "../cpu_kernel.h"
+
+#include <cstring>
+
+namespace kiln {
+namespace {
+
+using namespace collective;
+
+// The communicator the layer runs on, checked against its world_size; null for a lone rank.
+Communicator* communicatorFor(const KernelContext& ctx) {
+  const int64_t size = worldSizeOf(ctx.layer());
+  Communicator* comm = ctx.communicator();
+  if (!comm) {
+    if (size == 1) return nullptr;
+    ctx.fail("it was built for world_size " + std::to_string(size) +
+             " but the execution context has no communicator: call ExecutionContext::setCommunicator with this "
+             "rank's member of the group");
+  }
+  if (comm->size() != size)
+    ctx.fail("it was built for world_size " + std::to_string(size) + " but the communicator (" + comm->describe() +
+             ") has " + std::to_string(comm->size()) + " ranks");
+  return comm;
+}
+
+// Runs a communicator call, naming the layer in its errors (timeouts, a failed group).
+template <class Call>
+void communicate(const KernelContext& ctx, Call call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+}
+
+ReduceOp reductionOf(const KernelContext& ctx) {
+  const std::string name = ctx.layer().attrString(kReduction, "sum");
+  const auto op = parseReduceOp(name);
+  if (!op) ctx.fail("attribute reduction must be sum, max, min or prod, got '" + name + "'");
+  return *op;
+}
+
+int rootOf(const KernelContext& ctx) { return int(ctx.layer().attrInt(kRoot, 0)); }
+
+void copyInput(const HostTensor& in, HostTensor& out) {
+  if (in.byteSize()) std::memcpy(out.rawData(), in.rawData(), in.byteSize());
+}
+
+// The layer's input, its output and the communicator; without one (a lone rank) the output is
+// already the input's copy.
+struct Operands {
+  const HostTensor& x;
+  HostTensor& y;
+  Communicator* comm;
+};
+Operands operandsOf(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  HostTensor& y = ctx.allocateOutput(0);
+  Communicator* comm = communicatorFor(ctx);
+  if (!comm) copyInput(x, y);
+  return {x, y, comm};
+}
+
+// X viewed as [outer, rows, inner bytes] around the layer's axis.
+struct AxisView {
+  int64_t outer = 1, rows = 1, innerBytes = 1;
+};
+
+AxisView axisView(const KernelContext& ctx, const HostTensor& x) {
+  if (x.rank() == 0) ctx.fail("input 0 must have rank 1 or more to split along an axis");
+  const size_t axis = size_t(normalizeAxis(ctx.layer(), ctx.layer().attrInt(kAxis, 0), int64_t(x.rank())));
+  AxisView v;
+  for (size_t d = 0; d < axis; ++d) v.outer *= x.dim(d);
+  v.rows = x.dim(axis);
+  v.innerBytes = int64_t(byteSize(x.dtype()));
+  for (size_t d = axis + 1; d < x.rank(); ++d) v.innerBytes *= x.dim(d);
+  return v;
+}
+
+// The rows along the axis each rank's block holds (the axis must split evenly).
+int64_t rowsPerRank(const KernelContext& ctx, const AxisView& v, int64_t ranks) {
+  if (v.rows % ranks != 0)
+    ctx.fail("input 0's dim along axis is " + std::to_string(v.rows) + ", which world_size " + std::to_string(ranks) +
+             " does not divide");
+  return v.rows / ranks;
+}
+
+// [outer, blocks · rows, inner] <-> `blocks` contiguous [outer, rows, inner] blocks.
+void splitIntoBlocks(const void* src, void* dst, const AxisView& v, int64_t blocks, int64_t rows) {
+  std::vector<uint8_t*> parts;
+  for (int64_t b = 0; b < blocks; ++b) parts.push_back(static_cast<uint8_t*>(dst) + b * v.outer * rows * v.innerBytes);
+  kernels::splitBlocks(static_cast<const uint8_t*>(src), parts, std::vector<int64_t>(size_t(blocks), rows), v.outer,
+                       v.innerBytes);
+}
+void joinBlocks(const void* src, void* dst, const AxisView& v, int64_t blocks, int64_t rows) {
+  std::vector<const uint8_t*> parts;
+  for (int64_t b = 0; b < blocks; ++b)
+    parts.push_back(static_cast<const uint8_t*>(src) + b * v.outer * rows * v.innerBytes);
+  kernels::concatBlocks(parts, std::vector<int64_t>(size_t(blocks), rows), static_cast<uint8_t*>(dst), v.outer,
+                        v.innerBytes);
+}
+
+void allReduceKernel(KernelContext& ctx) {
+  const auto [x, y, comm] = operandsOf(ctx);
+  if (!comm) return;
+  const ReduceOp op = reductionOf(ctx);
+  communicate(ctx, [&] { comm->allReduce(x.rawData(), y.rawData(), x.elementCount(), x.dtype(), op); });
+}
+
+void broadcastKernel(KernelContext& ctx) {
+  const auto [x, y, comm] = operandsOf(ctx);
+  if (!comm) return;
+  communicate(ctx, [&] { comm->broadcast(x.rawData(), y.rawData(), x.elementCount(), x.dtype(), rootOf(ctx)); });
+}
+
+void reduceKernel(KernelContext& ctx) {
+  const auto [x, y, comm] = operandsOf(ctx);
+  if (!comm) return;
+  if (comm->rank() != rootOf(ctx)) copyInput(x, y);  // what ranks other than the root keep
+  const ReduceOp op = reductionOf(ctx);
+  communicate(ctx, [&] { comm->reduce(x.rawData(), y.rawData(), x.elementCount(), x.dtype(), op, rootOf(ctx)); });
+}
+
+void allGatherKernel(KernelContext& ctx) {
+  const auto [x, y, comm] = operandsOf(ctx);
+  if (!comm) return;
+  const AxisView v = axisView(ctx, x);
+  const int64_t ranks = comm->size();
+  // Gathered blocks are the output itself when nothing lies outside the axis.
+  void* gathered = v.outer == 1 ? y.rawData() : ctx.workspace(y.byteSize());
+  communicate(ctx, [&] { comm->allGather(x.rawData(), gathered, x.elementCount(), x.dtype()); });
+  if (v.outer != 1) joinBlocks(gathered, y.rawData(), v, ranks, v.rows);
+}
+
+void reduceScatterKernel(KernelContext& ctx) {
+  const auto [x, y, comm] = operandsOf(ctx);
+  if (!comm) return;
+  const AxisView v = axisView(ctx, x);
+  const int64_t ranks = comm->size(), rows = rowsPerRank(ctx, v, ranks);
+  const void* blocks = x.rawData();
+  if (v.outer != 1) {
+    void* packed = ctx.workspace(x.byteSize());
+    splitIntoBlocks(x.rawData(), packed, v, ranks, rows);
+    blocks = packed;
+  }
+  const ReduceOp op = reductionOf(ctx);
+  communicate(ctx, [&] { comm->reduceScatter(blocks, y.rawData(), y.elementCount(), x.dtype(), op); });
+}
+
+void allToAllKernel(KernelContext& ctx) {
+  const auto [x, y, comm] = operandsOf(ctx);
+  if (!comm) return;
+  const AxisView v = axisView(ctx, x);
+  const int64_t ranks = comm->size(), rows = rowsPerRank(ctx, v, ranks);
+  const int64_t count = x.elementCount() / ranks;
+  if (v.outer == 1) return communicate(ctx, [&] { comm->allToAll(x.rawData(), y.rawData(), count, x.dtype()); });
+  auto* packed = static_cast<uint8_t*>(ctx.workspace(2 * x.byteSize()));
+  uint8_t* received = packed + x.byteSize();
+  splitIntoBlocks(x.rawData(), packed, v, ranks, rows);
+  communicate(ctx, [&] { comm->allToAll(packed, received, count, x.dtype()); });
+  joinBlocks(received, y.rawData(), v, ranks, rows);
+}
+
+}  // namespace
+
+void registerCollectiveCpuKernels(CpuKernelRegistry& registry) {
+  registry.add(fused::kDomain, kAllReduce, allReduceKernel);
+  registry.add(fused::kDomain, kAllGather, allGatherKernel);
+  registry.add(fused::kDomain, kReduceScatter, reduceScatterKernel);
+  registry.add(fused::kDomain, kBroadcast, broadcastKernel);
+  registry.add(fused::kDomain, kReduce, reduceKernel);
+  registry.add(fused::kDomain, kAllToAll, allToAllKernel);
+}
+
+}  // namespace kiln
