@@ -180,13 +180,14 @@ std::vector<std::vector<double>> expected(const Case& c, const std::vector<std::
     if (c.op == "AllReduce") y = reduceRanks(x, reduction);
     if (c.op == "Broadcast") y = x[size_t(root)];
     if (c.op == "Reduce") y = r == root ? reduceRanks(x, reduction) : x[size_t(r)];
-    if (c.op == "AllGather")  // [outer, n · rows, inner]: rank q's rows at q · rows
+    if (c.op == "Gather" && r != root) y.assign(x[0].size() * size_t(n), 0.0);
+    if (c.op == "AllGather" || (c.op == "Gather" && r == root))  // [outer, n · rows, inner]: rank q's rows at q · rows
       for (int64_t o = 0; o < s.outer; ++o)
         for (int64_t q = 0; q < n; ++q)
           for (int64_t row = 0; row < s.rows; ++row)
             for (int64_t i = 0; i < s.inner; ++i) y.push_back(at(x[size_t(q)], s, o, row, i));
-    if (c.op == "ReduceScatter") {  // slice r (rows/n of them) of the reduction
-      const std::vector<double> all = reduceRanks(x, reduction);
+    if (c.op == "ReduceScatter" || c.op == "Scatter") {  // slice r (rows/n of them) of the reduction / root's X
+      const std::vector<double> all = c.op == "Scatter" ? x[size_t(root)] : reduceRanks(x, reduction);
       const int64_t rows = s.rows / n;
       for (int64_t o = 0; o < s.outer; ++o)
         for (int64_t row = r * rows; row < (r + 1) * rows; ++row)
@@ -224,6 +225,10 @@ std::vector<Case> casesFor(int ranks) {
       {"Reduce", {9}, {{"root", int64_t(ranks / 2)}, {"reduction", std::string("sum")}}},
       {"AllToAll", {3 * ranks, 5}, {{"axis", int64_t(0)}}},
       {"AllToAll", d, {{"axis", int64_t(1)}}},
+      {"Gather", {3, 2, 5}, {{"axis", int64_t(1)}, {"root", int64_t(ranks - 1)}}},
+      {"Gather", {7}, {{"root", int64_t(0)}}},
+      {"Scatter", d, {{"axis", int64_t(-2)}, {"root", int64_t(ranks / 2)}}},
+      {"Scatter", {3 * ranks, 2}, {{"root", int64_t(ranks - 1)}}},
   };
 }
 
@@ -394,6 +399,10 @@ TEST(Collectives, BadAttributesFailTheBuildNamingTheLayer) {
   EXPECT_TRUE(contains(e, "ReduceScatter_layer") && contains(e, "does not divide")) << e;
   e = buildError(collectiveNetwork("Broadcast", DataType::kFloat32, {3}, 2, {{"root", int64_t(2)}}));
   EXPECT_TRUE(contains(e, "root 2")) << e;
+  e = buildError(collectiveNetwork("Scatter", DataType::kFloat32, {4, 3}, 2, {{"root", int64_t(-1)}}));
+  EXPECT_TRUE(contains(e, "Scatter_layer") && contains(e, "root -1")) << e;
+  e = buildError(collectiveNetwork("Scatter", DataType::kFloat32, {4, 3}, 2, {{"axis", int64_t(1)}}));
+  EXPECT_TRUE(contains(e, "does not divide")) << e;
   e = buildError(collectiveNetwork("AllReduce", DataType::kFloat32, {3}, 0));
   EXPECT_TRUE(contains(e, "world_size must be 1 or more")) << e;
   e = buildError(collectiveNetwork("AllReduce", DataType::kBool, {3}, 2));

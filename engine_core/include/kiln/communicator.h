@@ -50,6 +50,13 @@ class Communicator {
   // recv = op over ranks of send on the root; other ranks' recv is left as it is.
   virtual void reduce(const void* send, void* recv, int64_t count, DataType type, ReduceOp op, int root,
                       void* stream = nullptr) = 0;
+  // The root's recv = the ranks' sends in rank order (size() * count); other ranks' recv is left
+  // as it is.
+  virtual void gather(const void* send, void* recv, int64_t count, DataType type, int root, void* stream = nullptr) = 0;
+  // The root's send holds size() blocks of count; every rank's recv = block rank() of it (the
+  // other ranks' send is not read).
+  virtual void scatter(const void* send, void* recv, int64_t count, DataType type, int root,
+                       void* stream = nullptr) = 0;
   // send holds size() blocks of count; block j goes to rank j, whose recv block rank() it becomes.
   virtual void allToAll(const void* send, void* recv, int64_t count, DataType type, void* stream = nullptr) = 0;
 

@@ -50,7 +50,8 @@ bool reducible(DataType type) {
 namespace collective {
 
 bool isCollective(const Layer& layer) {
-  static const std::set<std::string> ops = {kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll};
+  static const std::set<std::string> ops = {kAllReduce, kAllGather, kReduceScatter, kBroadcast,
+                                            kReduce,    kAllToAll,  kGather,        kScatter};
   return layer.domain == fused::kDomain && ops.count(layer.opType) != 0;
 }
 
@@ -133,12 +134,25 @@ void inferAllGather(InferenceContext& ctx) {
                  [&](const Dim& d) { return d.isKnown() ? Dim(d.value() * size) : Dim(); });
 }
 
-void inferReduceScatter(InferenceContext& ctx) {
-  const int64_t size = worldSize(ctx);
-  inferAlongAxis(ctx, checkedType(ctx, true), [&](const Dim& d) {
+// Y[axis] = X[axis] / size, which must divide it.
+void inferSlicedAxis(InferenceContext& ctx, DataType type, int64_t size) {
+  inferAlongAxis(ctx, type, [&](const Dim& d) {
     checkDivisible(ctx, d, size);
     return d.isKnown() ? Dim(d.value() / size) : Dim();
   });
+}
+
+void inferReduceScatter(InferenceContext& ctx) { inferSlicedAxis(ctx, checkedType(ctx, true), worldSize(ctx)); }
+
+void inferGather(InferenceContext& ctx) {
+  checkRoot(ctx, worldSize(ctx));
+  inferAllGather(ctx);
+}
+
+void inferScatter(InferenceContext& ctx) {
+  const int64_t size = worldSize(ctx);
+  checkRoot(ctx, size);
+  inferSlicedAxis(ctx, checkedType(ctx, false), size);
 }
 
 void inferBroadcast(InferenceContext& ctx) {
@@ -168,6 +182,8 @@ void registerCollectiveSchemas(OpSchemaRegistry& registry) {
   registry.add({fused::kDomain, kBroadcast, inferBroadcast, 1, 1});
   registry.add({fused::kDomain, kReduce, inferReduce, 1, 1});
   registry.add({fused::kDomain, kAllToAll, inferAllToAll, 1, 1});
+  registry.add({fused::kDomain, kGather, inferGather, 1, 1});
+  registry.add({fused::kDomain, kScatter, inferScatter, 1, 1});
 }
 
 }  // namespace kiln

@@ -5,12 +5,16 @@
 //   world_size  the number of ranks the model was split for (required, >= 1); the execution
 //               context's communicator must have exactly that many ranks
 //   reduction   "sum" (default), "max", "min" or "prod"     AllReduce, ReduceScatter, Reduce
-//   axis        the dim gathered, scattered or exchanged    AllGather, ReduceScatter, AllToAll (default 0)
-//   root        the rank that sends or receives             Broadcast, Reduce (default 0)
+//   axis        the dim gathered, scattered or exchanged    AllGather, ReduceScatter, AllToAll, Gather,
+//                                                           Scatter (default 0)
+//   root        the rank that sends or receives             Broadcast, Reduce, Gather, Scatter (default 0)
 // Shapes (input X on every rank has the same shape; W = world_size):
 //   AllReduce      Y = X's shape, reduced over ranks
 //   AllGather      Y[axis] = W · X[axis], the ranks' X concatenated along axis in rank order
+//   Gather         as AllGather on the root; zeros on the other ranks
 //   ReduceScatter  Y[axis] = X[axis] / W, rank r's slice r of the reduction (X[axis] divisible by W)
+//   Scatter        Y[axis] = X[axis] / W, rank r's slice r of the root's X (the others' X is not
+//                  read, but has the root's shape)
 //   Broadcast      Y = the root's X
 //   Reduce         Y = the reduction on the root, X itself on the other ranks
 //   AllToAll       Y = X's shape; X split along axis into W slices, slice j sent to rank j, the
@@ -29,6 +33,8 @@ inline constexpr const char* kReduceScatter = "ReduceScatter";
 inline constexpr const char* kBroadcast = "Broadcast";
 inline constexpr const char* kReduce = "Reduce";
 inline constexpr const char* kAllToAll = "AllToAll";
+inline constexpr const char* kGather = "Gather";
+inline constexpr const char* kScatter = "Scatter";
 
 inline constexpr const char* kWorldSize = "world_size";
 inline constexpr const char* kReduction = "reduction";

@@ -19,7 +19,7 @@
 namespace kiln {
 namespace {
 
-enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll };
+enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kGather, kScatter };
 
 const char* nameOf(Collective c) {
   switch (c) {
@@ -35,6 +35,10 @@ const char* nameOf(Collective c) {
       return "Reduce";
     case Collective::kAllToAll:
       return "AllToAll";
+    case Collective::kGather:
+      return "Gather";
+    case Collective::kScatter:
+      return "Scatter";
   }
   return "?";
 }
@@ -198,10 +202,20 @@ class InProcessCommunicator : public Communicator {
     reduceInto(all, 0, count, type, op, recv);
   }
   void allGather(const void* send, void* recv, int64_t count, DataType type, void*) override {
-    const Postings all = exchange(Collective::kAllGather, send, count, count, type, ReduceOp::kSum, 0);
+    concatenate(exchange(Collective::kAllGather, send, count, count, type, ReduceOp::kSum, 0), recv);
+  }
+  void gather(const void* send, void* recv, int64_t count, DataType type, int root, void*) override {
+    checkRoot(root, "Gather");
+    const Postings all = exchange(Collective::kGather, send, count, count, type, ReduceOp::kSum, root);
+    if (rank_ == root) concatenate(all, recv);
+  }
+  void scatter(const void* send, void* recv, int64_t count, DataType type, int root, void*) override {
+    checkRoot(root, "Scatter");
+    // Only the root's blocks travel; the others post nothing.
+    const Postings all =
+        exchange(Collective::kScatter, send, rank_ == root ? count * size() : 0, count, type, ReduceOp::kSum, root);
     const size_t bytes = size_t(count) * byteSize(type);
-    for (size_t r = 0; r < all.size(); ++r)
-      copyBytes(static_cast<std::byte*>(recv) + r * bytes, all[r]->data.data(), bytes);
+    copyBytes(recv, all[size_t(root)]->data.data() + size_t(rank_) * bytes, bytes);
   }
   void reduceScatter(const void* send, void* recv, int64_t count, DataType type, ReduceOp op, void*) override {
     const Postings all = exchange(Collective::kReduceScatter, send, count * size(), count, type, op, 0);
@@ -228,6 +242,14 @@ class InProcessCommunicator : public Communicator {
   }
 
  private:
+  // recv = the postings' data one after another in rank order.
+  static void concatenate(const Postings& all, void* recv) {
+    size_t offset = 0;
+    for (const auto& p : all) {
+      copyBytes(static_cast<std::byte*>(recv) + offset, p->data.data(), p->data.size());
+      offset += p->data.size();
+    }
+  }
   static void copyBytes(void* to, const void* from, size_t bytes) {
     if (bytes) std::memcpy(to, from, bytes);
   }

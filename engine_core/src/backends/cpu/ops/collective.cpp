@@ -132,28 +132,54 @@ void reduceKernel(KernelContext& ctx) {
   communicate(ctx, [&] { comm->reduce(x.rawData(), y.rawData(), x.elementCount(), x.dtype(), op, rootOf(ctx)); });
 }
 
+// Gathers X along the axis into Y: `call(recv)` fills recv with the ranks' blocks in rank order
+// (the output itself when nothing lies outside the axis); `receives` says whether this rank gets them.
+template <class Call>
+void gatherAlongAxis(KernelContext& ctx, const HostTensor& x, HostTensor& y, int64_t ranks, bool receives, Call call) {
+  const AxisView v = axisView(ctx, x);
+  void* gathered = v.outer == 1 ? y.rawData() : ctx.workspace(y.byteSize());
+  communicate(ctx, [&] { call(gathered); });
+  if (receives && v.outer != 1) joinBlocks(gathered, y.rawData(), v, ranks, v.rows);
+}
+
+// X's data as `ranks` contiguous blocks along the axis (X itself when nothing lies outside it).
+const void* blocksAlongAxis(KernelContext& ctx, const HostTensor& x, int64_t ranks) {
+  const AxisView v = axisView(ctx, x);
+  const int64_t rows = rowsPerRank(ctx, v, ranks);
+  if (v.outer == 1) return x.rawData();
+  void* packed = ctx.workspace(x.byteSize());
+  splitIntoBlocks(x.rawData(), packed, v, ranks, rows);
+  return packed;
+}
+
 void allGatherKernel(KernelContext& ctx) {
   const auto [x, y, comm] = operandsOf(ctx);
   if (!comm) return;
-  const AxisView v = axisView(ctx, x);
-  const int64_t ranks = comm->size();
-  // Gathered blocks are the output itself when nothing lies outside the axis.
-  void* gathered = v.outer == 1 ? y.rawData() : ctx.workspace(y.byteSize());
-  communicate(ctx, [&] { comm->allGather(x.rawData(), gathered, x.elementCount(), x.dtype()); });
-  if (v.outer != 1) joinBlocks(gathered, y.rawData(), v, ranks, v.rows);
+  gatherAlongAxis(ctx, x, y, comm->size(), true,
+                  [&](void* recv) { comm->allGather(x.rawData(), recv, x.elementCount(), x.dtype()); });
+}
+
+void gatherKernel(KernelContext& ctx) {
+  const auto [x, y, comm] = operandsOf(ctx);
+  if (!comm) return;
+  const int root = rootOf(ctx);
+  if (comm->rank() != root && y.byteSize()) std::memset(y.rawData(), 0, y.byteSize());  // defined, not stale
+  gatherAlongAxis(ctx, x, y, comm->size(), comm->rank() == root,
+                  [&](void* recv) { comm->gather(x.rawData(), recv, x.elementCount(), x.dtype(), root); });
+}
+
+void scatterKernel(KernelContext& ctx) {
+  const auto [x, y, comm] = operandsOf(ctx);
+  if (!comm) return;
+  const int root = rootOf(ctx);
+  const void* blocks = comm->rank() == root ? blocksAlongAxis(ctx, x, comm->size()) : nullptr;
+  communicate(ctx, [&] { comm->scatter(blocks, y.rawData(), y.elementCount(), x.dtype(), root); });
 }
 
 void reduceScatterKernel(KernelContext& ctx) {
   const auto [x, y, comm] = operandsOf(ctx);
   if (!comm) return;
-  const AxisView v = axisView(ctx, x);
-  const int64_t ranks = comm->size(), rows = rowsPerRank(ctx, v, ranks);
-  const void* blocks = x.rawData();
-  if (v.outer != 1) {
-    void* packed = ctx.workspace(x.byteSize());
-    splitIntoBlocks(x.rawData(), packed, v, ranks, rows);
-    blocks = packed;
-  }
+  const void* blocks = blocksAlongAxis(ctx, x, comm->size());
   const ReduceOp op = reductionOf(ctx);
   communicate(ctx, [&] { comm->reduceScatter(blocks, y.rawData(), y.elementCount(), x.dtype(), op); });
 }
@@ -181,6 +207,8 @@ void registerCollectiveCpuKernels(CpuKernelRegistry& registry) {
   registry.add(fused::kDomain, kBroadcast, broadcastKernel);
   registry.add(fused::kDomain, kReduce, reduceKernel);
   registry.add(fused::kDomain, kAllToAll, allToAllKernel);
+  registry.add(fused::kDomain, kGather, gatherKernel);
+  registry.add(fused::kDomain, kScatter, scatterKernel);
 }
 
 }  // namespace kiln
