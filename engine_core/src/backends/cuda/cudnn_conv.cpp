@@ -70,6 +70,13 @@ cudnnHandle_t cudnnHandleForThread(int device) {
   return handle;
 }
 
+cudnnHandle_t cudnnHandleOnStream(int device, cudaStream_t stream, const std::string& what) {
+  cudnnHandle_t handle = cudnnHandleForThread(device);
+  if (const cudnnStatus_t status = cudnnSetStream(handle, stream); status != CUDNN_STATUS_SUCCESS)
+    checkCudnn(status, what + ": cudnnSetStream");
+  return handle;
+}
+
 void checkCudnn(cudnnStatus_t status, const std::string& what) {
   if (status == CUDNN_STATUS_SUCCESS) return;
   char detail[512] = {};

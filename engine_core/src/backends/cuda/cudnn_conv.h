@@ -16,6 +16,8 @@ namespace kiln::cuda {
 // cuDNN's handle for the calling thread on GPU `device`, made on first use and destroyed when the
 // thread ends (cuDNN handles must not be shared between threads). Its stream is the caller's to set.
 cudnnHandle_t cudnnHandleForThread(int device);
+// The same handle with its stream set to `stream`; throws naming `what` where cuDNN refuses.
+cudnnHandle_t cudnnHandleOnStream(int device, cudaStream_t stream, const std::string& what);
 
 // Throws kiln::Error(kRuntimeError) "<what>: <status name>" unless `status` is success.
 void checkCudnn(cudnnStatus_t status, const std::string& what);

@@ -117,9 +117,7 @@ class ConvStep : public CudaStep {
     void* buffer = workspace + layout.scratch;
     const cudaStream_t s = streamOf(stream);
     const k::ElementType type = elementType(out);
-    cudnnHandle_t handle = cudnnHandleForThread(device_.ordinal);
-    if (const cudnnStatus_t status = cudnnSetStream(handle, s); status != CUDNN_STATUS_SUCCESS)
-      checkCudnn(status, name_ + ": cudnnSetStream");
+    cudnnHandle_t handle = cudnnHandleOnStream(device_.ordinal, s, name_);
     const void* x = input(args, kConvX);
     if (plan.padInput) {
       check(k::pad(x, args.inputs[kConvX].dims, buffer, plan.padBegin, plan.problem.x, k::PadMode::kConstant, nullptr,

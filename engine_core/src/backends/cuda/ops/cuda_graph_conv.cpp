@@ -231,9 +231,7 @@ class GraphConvStep : public CudaStep {
     char* workspace = static_cast<char*>(args.workspace);
     const cudaStream_t s = streamOf(stream);
     const k::ElementType type = elementType(out);
-    cudnnHandle_t handle = cudnnHandleForThread(device_.ordinal);
-    if (const cudnnStatus_t status = cudnnSetStream(handle, s); status != CUDNN_STATUS_SUCCESS)
-      checkCudnn(status, name_ + ": cudnnSetStream");
+    cudnnHandle_t handle = cudnnHandleOnStream(device_.ordinal, s, name_);
 
     const std::vector<int64_t>& xd = args.inputs[kConvX].dims;
     const void* x = input(args, kConvX);

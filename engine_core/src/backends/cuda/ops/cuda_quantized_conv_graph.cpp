@@ -270,9 +270,7 @@ class QuantizedGraphConvStep : public CudaStep {
   void runGraph(const ShapeEntry& entry, const void* x, const void* residual, void* y, void* cudnnWorkspace,
                 cudaStream_t s) const {
     const ConvGraphProblem& p = entry.resolved.problem;
-    cudnnHandle_t handle = cudnnHandleForThread(device_.ordinal);
-    if (const cudnnStatus_t status = cudnnSetStream(handle, s); status != CUDNN_STATUS_SUCCESS)
-      checkCudnn(status, name_ + ": cudnnSetStream");
+    cudnnHandle_t handle = cudnnHandleOnStream(device_.ordinal, s, name_);
     std::vector<int64_t> uids{kGraphX, kGraphW, kGraphY, kGraphScale};
     std::vector<void*> pointers{const_cast<void*>(x), const_cast<void*>(filter_.get()), y,
                                 const_cast<void*>(scales_.get())};

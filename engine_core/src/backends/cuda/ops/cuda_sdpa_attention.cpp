@@ -144,9 +144,7 @@ class SdpaAttentionStep : public CudaStep {
                                             " cuDNN's plan needs");
     // A packed layer's K and V start one and two parts into the packed tensor.
     const uint64_t partBytes = uint64_t(p.partStride) * byteSize(storage_);
-    cudnnHandle_t handle = cudnnHandleForThread(device_.ordinal);
-    if (const cudnnStatus_t status = cudnnSetStream(handle, s); status != CUDNN_STATUS_SUCCESS)
-      checkCudnn(status, name_ + ": cudnnSetStream");
+    cudnnHandle_t handle = cudnnHandleOnStream(device_.ordinal, s, name_);
     float scale = scale_;  // by value: cuDNN reads it when it launches
     plan.execute(handle, {kSdpaQ, kSdpaK, kSdpaV, kSdpaO, kSdpaScale},
                  {const_cast<char*>(q), const_cast<char*>(k + partBytes), const_cast<char*>(v + 2 * partBytes),
