@@ -19,7 +19,11 @@ quantized engine is faster). A quantized row's rel-L2 includes its quantization 
 
   python3 scripts/gpu/benchmark_gpu.py --kiln BUNDLE/bin/kiln [--models resnet50,bert_base_s128]
       [--precisions fp16,tf32,int8,fp8,int4,int8f,fp8f] [--batches 1,large] [--modes eager,cudagraph,compile] [--out DIR]
-      [--opt-level 0-5]
+      [--opt-level 0-5] [--jobs N] [--wait-for FILE]
+
+With --jobs N the untimed work (exports, PyTorch's reference outputs, torch.compile) runs for N
+(model, batch) pairs at once, each in its own process, and the timing follows one pair at a time on an
+otherwise idle GPU: the whole table fits in one lease.
 
 Prints one table row per (model, precision, batch) with Kiln's and the best peer's latency and
 throughput and their ratio (peer ms / Kiln ms: above 1 means Kiln is faster), and writes every
@@ -39,6 +43,7 @@ import torch
 import torchvision
 
 CNN = {"resnet50", "mobilenet_v3_large", "efficientnet_b0"}
+WORK = "/tmp/kiln-bench-work"  # ONNX exports, plans, inputs
 
 
 def with_batchnorm_statistics(m):
@@ -132,15 +137,39 @@ def on_gpu(name, inputs, precision):
     return m, x
 
 
-def peer(name, batch, precision, mode, inputs):
+def peer_flags():
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     torch.backends.cudnn.benchmark = True
+
+
+def compiled_peer(name, inputs, precision):
+    """torch.compile(reduce-overhead, freezing) of the model, compiled and warmed: the slow part of the
+    compile peer, done in the run's untimed first phase."""
+    import torch._inductor.config as inductor
+    peer_flags()
+    inductor.freezing = True
+    m, x = on_gpu(name, inputs, precision)
+    with torch.inference_mode():
+        compiled = torch.compile(m, mode="reduce-overhead")
+        for _ in range(3):
+            compiled(*x)
+    torch.cuda.synchronize()
+    return compiled, x
+
+
+def peer(name, batch, precision, mode, inputs, compiled=None):
+    """The peer's median GPU time per batch; `compiled` is compiled_peer's result for mode compile."""
+    peer_flags()
+    if mode == "compile":
+        fn, x = compiled if compiled else compiled_peer(name, inputs, precision)
+        with torch.inference_mode():
+            return time_cuda(lambda: fn(*x))
     m, x = on_gpu(name, inputs, precision)
     with torch.inference_mode():
         if mode == "eager":
             fn = lambda: m(*x)
-        elif mode == "cudagraph":
+        else:
             m(*x)
             torch.cuda.synchronize()
             graph, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
@@ -152,13 +181,6 @@ def peer(name, batch, precision, mode, inputs):
             with torch.cuda.graph(graph):
                 m(*x)
             fn = graph.replay
-        else:
-            import torch._inductor.config as inductor
-            inductor.freezing = True
-            compiled = torch.compile(m, mode="reduce-overhead")
-            for _ in range(3):
-                compiled(*x)
-            fn = lambda: compiled(*x)
         ms = time_cuda(fn)
     del m
     torch.cuda.empty_cache()
@@ -310,63 +332,148 @@ def main():
     p.add_argument("--modes", default="eager,cudagraph,compile")
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp/kiln-bench"))
     p.add_argument("--opt-level", type=int, default=3, help="kiln build --opt-level (5: the widest tactic search)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="(model, batch) pairs prepared at once: export, references, torch.compile. Timing is "
+                        "always one row at a time, after every pair is prepared, on an otherwise idle GPU")
+    p.add_argument("--wait-for", help="before the first timing, wait until this file exists (another job that "
+                                      "shares the GPU in the untimed phase, e.g. tests, has ended)")
+    p.add_argument("--prepare-timeout", type=float, default=900, help="seconds the untimed phase may take")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    work = "/tmp/kiln-bench-work"
-    os.makedirs(work, exist_ok=True)
+    os.makedirs(WORK, exist_ok=True)
     print(f"# torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, "
           f"{torch.cuda.get_device_name()}", flush=True)
+    pairs = [(name, (32 if name.endswith("_s128") else 128) if b == "large" else int(b))
+             for name in args.models.split(",") for b in args.batches.split(",")]
     rows = []
-    for name in args.models.split(","):
-        for b in args.batches.split(","):
-            batch = (32 if name.endswith("_s128") else 128) if b == "large" else int(b)
-            inputs = make_inputs(name, batch)
-            onnx_path = os.path.join(work, f"{name}_b{batch}.onnx")
-            try:
-                if not os.path.exists(onnx_path):
-                    export(name, batch, inputs, onnx_path)
-                expected = reference_outputs(name, inputs)
-            except Exception as e:  # a model that does not export is reported; the others still run
-                print(f"# {name} b{batch}: export failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
-                continue
-            peers_of = {}  # peer precision -> the peers' times, shared by the fp16 and quantized rows
-            kiln_fp16_ms = None
-            for precision in args.precisions.split(","):
-                row = {"model": name, "batch": batch, "precision": precision, "peers": {}}
-                peer_precision = "fp16" if precision in QUANTIZED else precision
-                if peer_precision in peers_of:
-                    row["peers"] = dict(peers_of[peer_precision])
-                for mode in args.modes.split(","):
-                    if peer_precision in peers_of:
-                        break
-                    try:
-                        row["peers"][mode + ("+cl" if name in CNN else "")] = peer(name, batch, peer_precision, mode,
-                                                                                   inputs)
-                    except Exception as e:  # a peer that fails is reported, not fatal
-                        row["peers"][mode] = None
-                        print(f"# {name} {precision} b{batch} {mode}: {type(e).__name__}: {str(e)[:200]}", flush=True)
-                peers_of[peer_precision] = dict(row["peers"])
-                try:
-                    row["torch_rel_l2"] = rel_l2(peer_outputs(name, inputs, peer_precision), expected)
-                except Exception as e:  # the yardstick is informative; a failure is reported, not fatal
-                    print(f"# {name} {precision} b{batch}: PyTorch {peer_precision} outputs: {str(e)[:200]}", flush=True)
-                k = kiln(args, name, batch, precision, inputs, onnx_path, work)
-                if precision == "fp16":
-                    kiln_fp16_ms = k.get("ms")
-                if precision in QUANTIZED:
-                    row["kiln_fp16_ms"] = kiln_fp16_ms
-                row["kiln_ms"] = k.get("ms")
-                row["kiln_error"] = k.get("error")
-                row["build_s"] = k.get("build_s")
-                row["warm_build_s"] = k.get("warm_build_s")
-                row["rel_l2"] = rel_l2(k.get("output"), expected) if "output" in k else float("nan")
-                rows.append(row)
-                print_row(row, flush_header=len(rows) == 1)
-    with open(os.path.join(args.out, "benchmark_gpu.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+    for chunk in [pairs] if args.jobs > 1 else [[pair] for pair in pairs]:
+        measure_pairs(args, chunk, rows)
     print("\n## Summary")
     for i, row in enumerate(rows):
         print_row(row, flush_header=i == 0)
+
+
+
+def measure_pairs(args, pairs, rows):
+    """Prepares every (model, batch) pair in its own process, --jobs at a time (the compile peers are
+    minutes of CPU work each), then lets each process time its rows in turn: the timing phase has the
+    GPU to itself, and every row's peers and Kiln are measured by the same process, back to back."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(max(1, (os.cpu_count() or 2) // max(1, args.jobs))))
+    slots = ctx.BoundedSemaphore(max(1, args.jobs))
+    workers = []
+    for name, batch in pairs:
+        ours, theirs = ctx.Pipe()
+        proc = ctx.Process(target=pair_worker, args=(vars(args), name, batch, theirs, slots), daemon=True)
+        proc.start()
+        theirs.close()  # so that a process that dies reads as end of file here, not as silence
+        workers.append((name, batch, proc, ours))
+    deadline = time.time() + args.prepare_timeout
+    ready = []
+    for name, batch, proc, conn in workers:
+        if conn.poll(max(1.0, deadline - time.time())) and conn.recv() == "ready":
+            ready.append((name, batch, proc, conn))
+        else:
+            print(f"# {name} b{batch}: not prepared within {args.prepare_timeout:.0f} s (or failed): skipped", flush=True)
+            proc.kill()
+    if args.wait_for:
+        while not os.path.exists(args.wait_for) and time.time() < deadline:
+            time.sleep(1)
+    for name, batch, proc, conn in ready:
+        conn.send("go")
+        try:
+            if not conn.poll(args.prepare_timeout):
+                raise EOFError
+            got = conn.recv()
+        except EOFError:
+            proc.kill()
+            proc.join(timeout=30)
+            print(f"# {name} b{batch}: its process ended without results (exit code {proc.exitcode})", flush=True)
+            continue
+        proc.join(timeout=30)
+        for row in got:
+            rows.append(row)
+            print_row(row, flush_header=len(rows) == 1)
+            with open(os.path.join(args.out, "benchmark_gpu.json"), "w") as f:
+                json.dump(rows, f, indent=1)
+
+
+def pair_worker(args, name, batch, conn, slots):
+    """One (model, batch) pair: prepared while holding one of --jobs slots, then timed when told to."""
+    args = argparse.Namespace(**args)
+    with slots:
+        try:
+            prepared = prepare_pair(args, name, batch)
+        except Exception as e:  # a model that does not export or compile is reported; the others still run
+            print(f"# {name} b{batch}: preparation failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+            conn.send("failed")
+            return
+    conn.send("ready")
+    if conn.recv() == "go":
+        conn.send(time_pair(args, name, batch, prepared))
+
+
+def peer_precisions(args):
+    return list(dict.fromkeys("fp16" if p in QUANTIZED else p for p in args.precisions.split(",")))
+
+
+def prepare_pair(args, name, batch):
+    """The untimed work: the ONNX export, PyTorch's fp32 reference outputs and its outputs in each
+    row's precision, and the compile peers."""
+    inputs = make_inputs(name, batch)
+    onnx_path = os.path.join(WORK, f"{name}_b{batch}.onnx")
+    if not os.path.exists(onnx_path):
+        export(name, batch, inputs, onnx_path)
+    prepared = {"inputs": inputs, "onnx": onnx_path, "expected": reference_outputs(name, inputs),
+                "compiled": {}, "torch_rel_l2": {}}
+    for precision in peer_precisions(args):
+        try:
+            prepared["torch_rel_l2"][precision] = rel_l2(peer_outputs(name, inputs, precision), prepared["expected"])
+        except Exception as e:  # the yardstick is informative; a failure is reported, not fatal
+            print(f"# {name} {precision} b{batch}: PyTorch {precision} outputs: {str(e)[:200]}", flush=True)
+        if "compile" in args.modes.split(","):
+            try:
+                prepared["compiled"][precision] = compiled_peer(name, inputs, precision)
+            except Exception as e:  # a peer that fails is reported, not fatal
+                print(f"# {name} {precision} b{batch} compile: {type(e).__name__}: {str(e)[:200]}", flush=True)
+    return prepared
+
+
+def time_pair(args, name, batch, prepared):
+    """The timed work of one pair: per precision the peers, then Kiln's build and profile."""
+    inputs, expected = prepared["inputs"], prepared["expected"]
+    rows, peers_of, kiln_fp16_ms = [], {}, None
+    for precision in args.precisions.split(","):
+        peer_precision = "fp16" if precision in QUANTIZED else precision
+        if peer_precision not in peers_of:  # the fp16 and quantized rows of a pair share their peers
+            peers_of[peer_precision] = {}
+            for mode in args.modes.split(","):
+                key = mode + ("+cl" if name in CNN else "")
+                if mode == "compile" and peer_precision not in prepared["compiled"]:
+                    peers_of[peer_precision][key] = None  # its failure was reported when preparing
+                    continue
+                try:
+                    peers_of[peer_precision][key] = peer(name, batch, peer_precision, mode, inputs,
+                                                         prepared["compiled"].get(peer_precision))
+                except Exception as e:  # a peer that fails is reported, not fatal
+                    peers_of[peer_precision][key] = None
+                    print(f"# {name} {precision} b{batch} {mode}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+        row = {"model": name, "batch": batch, "precision": precision, "peers": dict(peers_of[peer_precision])}
+        if peer_precision in prepared["torch_rel_l2"]:
+            row["torch_rel_l2"] = prepared["torch_rel_l2"][peer_precision]
+        k = kiln(args, name, batch, precision, inputs, prepared["onnx"], WORK)
+        if precision == "fp16":
+            kiln_fp16_ms = k.get("ms")
+        if precision in QUANTIZED:
+            row["kiln_fp16_ms"] = kiln_fp16_ms
+        row["kiln_ms"] = k.get("ms")
+        row["kiln_error"] = k.get("error")
+        row["build_s"] = k.get("build_s")
+        row["warm_build_s"] = k.get("warm_build_s")
+        row["rel_l2"] = rel_l2(k.get("output"), expected) if "output" in k else float("nan")
+        rows.append(row)
+    return rows
 
 
 def print_row(row, flush_header):
