@@ -2,8 +2,8 @@
 // (cuda_gemm_conv.cpp), the tactic forced on every 1x1 convolution: a ResNet bottleneck at odd
 // spatial sizes (1x1 + bias + Relu, a 3x3 between, 1x1 + bias + residual + Relu, a 1x1 shortcut
 // without bias), and a 1x1 with SiLU (an activation cuBLASLt's epilogue lacks, so Kiln's
-// elementwise kernels finish it) between a linear graph input and a linear graph output, in fp16,
-// bf16, fp32 and tf32.
+// elementwise kernels finish it) between a linear graph input and a linear graph output, strided
+// ones (input pixels gathered first), in fp16, bf16, fp32 and tf32.
 #include "common/test_models.h"
 #include "gpu/backend_agreement.h"
 
@@ -16,7 +16,7 @@ using namespace kiln::test::onnx_types;
 namespace {
 
 void addConv(ModelBuilder& mb, const std::string& in, const std::string& name, const std::vector<int64_t>& w,
-             int64_t pad, bool bias, uint32_t seed) {
+             int64_t pad, bool bias, uint32_t seed, int64_t stride = 1) {
   mb.initializer(name + "_w", test::randomFloats(w, seed, -0.3f, 0.3f));
   std::vector<std::string> inputs{in, name + "_w"};
   if (bias) {
@@ -25,28 +25,30 @@ void addConv(ModelBuilder& mb, const std::string& in, const std::string& name, c
   }
   auto& node = mb.node("Conv", inputs, {name}, name);
   ModelBuilder::setInts(node, "pads", {pad, pad, pad, pad});
+  ModelBuilder::setInts(node, "strides", {stride, stride});
 }
 
 // x [N, 16, H, W] -> reduce (1x1, 16 -> 8, Relu) -> 3x3 (8 -> 8, Relu) -> expand (1x1, 8 -> 24)
-// + shortcut (1x1, 16 -> 24, no bias) -> Relu.
-ModelBuilder bottleneck(const std::vector<int64_t>& x) {
+// + shortcut (1x1, 16 -> 24, no bias) -> Relu. With stride 2 on the 3x3 and the shortcut, a
+// torchvision ResNet's downsampling block.
+ModelBuilder bottleneck(const std::vector<int64_t>& x, int64_t stride = 1) {
   ModelBuilder mb;
   mb.input("x", kFloat, x).output("y");
   addConv(mb, "x", "reduce", {8, x[1], 1, 1}, 0, true, 400);
   mb.node("Relu", {"reduce"}, {"reduce_act"}, "reduce_relu");
-  addConv(mb, "reduce_act", "spatial", {8, 8, 3, 3}, 1, true, 410);
+  addConv(mb, "reduce_act", "spatial", {8, 8, 3, 3}, 1, true, 410, stride);
   mb.node("Relu", {"spatial"}, {"spatial_act"}, "spatial_relu");
   addConv(mb, "spatial_act", "expand", {24, 8, 1, 1}, 0, true, 420);
-  addConv(mb, "x", "shortcut", {24, x[1], 1, 1}, 0, false, 430);
+  addConv(mb, "x", "shortcut", {24, x[1], 1, 1}, 0, false, 430, stride);
   mb.node("Add", {"expand", "shortcut"}, {"sum"}, "residual");
   mb.node("Relu", {"sum"}, {"y"}, "out_relu");
   return mb;
 }
 
-ModelBuilder siluProjection(const std::vector<int64_t>& x) {
+ModelBuilder siluProjection(const std::vector<int64_t>& x, int64_t stride = 1) {
   ModelBuilder mb;
   mb.input("x", kFloat, x).output("y");
-  addConv(mb, "x", "project", {40, x[1], 1, 1}, 0, true, 440);
+  addConv(mb, "x", "project", {40, x[1], 1, 1}, 0, true, 440, stride);
   mb.node("Sigmoid", {"project"}, {"project_sig"}, "project_sig");
   mb.node("Mul", {"project", "project_sig"}, {"y"}, "project_silu");
   return mb;
@@ -81,4 +83,16 @@ TEST(GemmConvAgreement, SiluProjectionBetweenLinearGraphTensors) {
   KILN_REQUIRE_CUDA_BACKEND();
   const std::vector<int64_t> x{1, 24, 13, 3};
   expectAgreement(siluProjection(x), x, {"project"});
+}
+
+// Strided 1x1 convolutions gather their input's pixels first: ResNet's downsampling shortcut at odd
+// sizes (the last row and column dropped or kept by the stride), and one on a linear graph input.
+TEST(GemmConvAgreement, StridedShortcutsAtOddSizes) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  for (const std::vector<int64_t>& x : {std::vector<int64_t>{2, 16, 9, 7}, std::vector<int64_t>{3, 16, 6, 11}}) {
+    SCOPED_TRACE(testing::PrintToString(x));
+    expectAgreement(bottleneck(x, 2), x, {"reduce", "expand", "shortcut"});
+  }
+  const std::vector<int64_t> x{2, 24, 13, 5};
+  expectAgreement(siluProjection(x, 3), x, {"project"});
 }

@@ -16,8 +16,11 @@
 #include "matmul_plan.h"
 
 #include <kernels/cuda/layout/reformat.h>
+#include <kernels/cuda/layout/strided_copy.h>
 
 #include <kiln/error.h>
+
+#include <optional>
 
 namespace kiln::cuda {
 namespace {
@@ -26,12 +29,24 @@ namespace k = kernels::cuda;
 
 const std::string kTacticPrefix = "cublaslt.conv1x1.";
 
-// Whether X and W of these dims make a pointwise 2-D convolution of one group.
-bool isPointwiseConv(const Layer& base, const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
-  if (x.size() != 4 || w.size() != 4 || w[1] != x[1] || w[2] != 1 || w[3] != 1) return false;
-  if (base.opType != "Conv" || base.attrInt("group", 1) != 1) return false;
-  const kernels::SpatialWindow win = forwardConvShape(base, x, w).window;
-  return win.isPointwise() && win.out[1] == x[2] && win.out[2] == x[3];
+Layer baseOf(const Layer& layer) { return layer.domain == fused::kDomain ? fused::baseLayer(layer) : layer; }
+
+// A 1x1, unpadded 2-D convolution of one group: its output size and strides (a strided one, as
+// ResNet's downsampling shortcuts, reads every stride-th pixel: a gather, then the same product).
+struct PointwiseWindow {
+  int64_t outH = 0, outW = 0, strideH = 1, strideW = 1;
+  bool strided() const { return strideH != 1 || strideW != 1; }
+};
+
+std::optional<PointwiseWindow> pointwiseWindowOf(const Layer& base, const std::vector<int64_t>& x,
+                                                 const std::vector<int64_t>& w) {
+  if (x.size() != 4 || w.size() != 4 || w[1] != x[1] || w[2] != 1 || w[3] != 1) return std::nullopt;
+  if (base.opType != "Conv" || base.attrInt("group", 1) != 1) return std::nullopt;
+  const kernels::SpatialWindow win = forwardConvShape(base, x, w).window;  // H and W at spatial indices 1 and 2
+  for (int a = 1; a < 3; ++a)
+    if (win.kernel[a] != 1 || win.padBegin[a] != 0 || win.out[a] != (win.in[a] - 1) / win.stride[a] + 1)
+      return std::nullopt;
+  return PointwiseWindow{win.out[1], win.out[2], win.stride[1], win.stride[2]};
 }
 
 // The product as a fused MatMul's: A = X [N·H·W, C], B = W [K, C] (transposed), bias along K.
@@ -47,9 +62,10 @@ MatMulSpec productSpecOf(const Layer& layer, const ConvSpec& conv, Precision pre
   return s;
 }
 
-Geometry pointwiseGeometryOf(const MatMulSpec& s, const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
+Geometry pointwiseGeometryOf(const MatMulSpec& s, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                             const PointwiseWindow& window) {
   Geometry g;
-  g.m = x[0] * x[2] * x[3];
+  g.m = x[0] * window.outH * window.outW;
   g.n = w[0];
   g.k = x[1];
   g.outputElements = g.m * g.n;
@@ -63,6 +79,7 @@ Geometry pointwiseGeometryOf(const MatMulSpec& s, const std::vector<int64_t>& x,
 
 struct Formats {
   bool x = false, residual = false, y = false;  // channels-last as bound
+  bool gatherX = false;                         // a strided window: X's pixels gathered (and made NHWC)
 };
 
 // Workspace: the NHWC copies of a linear input, residual and output, the epilogue's scratch, then
@@ -80,7 +97,7 @@ struct WorkspaceLayout {
 WorkspaceLayout layoutOf(const MatMulSpec& s, const Geometry& g, const Formats& formats, uint64_t cublasBytes) {
   const uint64_t element = byteSize(s.storage);
   WorkspaceLayout l;
-  if (!formats.x) l.x = alignUp(uint64_t(g.m * g.k) * element);
+  if (!formats.x || formats.gatherX) l.x = alignUp(uint64_t(g.m * g.k) * element);
   if (s.hasResidual && !formats.residual) l.residual = alignUp(uint64_t(g.outputElements) * element);
   if (!formats.y) l.y = alignUp(uint64_t(g.outputElements) * element);
   l.scratch = alignUp(ElementwiseEpilogue::scratchBytes(s.epilogue, g.outputElements, s.storage));
@@ -92,6 +109,7 @@ WorkspaceLayout layoutOf(const MatMulSpec& s, const Geometry& g, const Formats& 
 struct ShapeEntry {
   std::vector<int64_t> x;
   uint32_t alignment = 0;
+  PointwiseWindow window;
   Geometry geometry;
   Fusion fusion;
   std::unique_ptr<LtGemm> gemm;
@@ -110,6 +128,7 @@ class GemmConvStep : public CudaStep {
   GemmConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device)
       : CudaStep(layer, tactic, signature, device,
                  storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
+        base_(baseOf(layer)),
         conv_(convSpecOf(layer, tacticPrecision(layer, tactic), outputDeclared(signature))),
         spec_(productSpecOf(layer, conv_, tacticPrecision(layer, tactic), outputDeclared(signature))),
         epilogue_(layer, spec_.storage, device),
@@ -117,6 +136,7 @@ class GemmConvStep : public CudaStep {
         formats_{tactic.inputFormat(kConvX) == TensorFormat::kNHWC,
                  tactic.inputFormat(kConvResidual) == TensorFormat::kNHWC, tactic.outputFormat == TensorFormat::kNHWC},
         name_(layer.describe()) {
+    formats_.gatherX = isStrided(layer);
     const HostTensor* w = weight(kConvW);
     if (!w || w->rank() != 4)
       throw Error(ErrorCode::kInvalidArgument, name_ + ": the cuBLASLt 1x1 tactic needs a constant [K, C, 1, 1] filter");
@@ -124,7 +144,9 @@ class GemmConvStep : public CudaStep {
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
     if (inputs.size() <= kConvW || inputs[kConvX].dims.size() != 4) return 0;
-    const Geometry g = pointwiseGeometryOf(spec_, inputs[kConvX].dims, inputs[kConvW].dims);
+    const auto window = pointwiseWindowOf(base_, inputs[kConvX].dims, inputs[kConvW].dims);
+    if (!window) return 0;  // the launch reports it
+    const Geometry g = pointwiseGeometryOf(spec_, inputs[kConvX].dims, inputs[kConvW].dims, *window);
     return layoutOf(spec_, g, formats_, stored_ ? stored_->workspaceBytes : kCublasWorkspaceBytes).total();
   }
 
@@ -147,13 +169,23 @@ class GemmConvStep : public CudaStep {
     const cudaStream_t s = streamOf(stream);
     const k::ElementType type = elementType(out);
     const std::vector<int64_t>& xd = args.inputs[kConvX].dims;
+    const std::vector<int64_t>& yd = out.dims;  // [N, K, H', W'] whatever its format
     const int64_t channels = entry.geometry.n;
-    if (l.x) {
+    if (formats_.gatherX) {  // dense NHWC [N, H', W', C] of every stride-th pixel
+      const PointwiseWindow& win = entry.window;
+      const int64_t c = xd[1], h = xd[2], w = xd[3];
+      const std::vector<int64_t> strides =
+          formats_.x ? std::vector<int64_t>{h * w * c, win.strideH * w * c, win.strideW * c, 1}
+                     : std::vector<int64_t>{c * h * w, win.strideH * w, win.strideW, h * w};
+      check(k::copyStrided(x, workspace + l.xAt(), {xd[0], win.outH, win.outW, c}, strides, type, s),
+            "gathering its strided input");
+      x = workspace + l.xAt();
+    } else if (l.x) {
       check(k::nchwToNhwc(x, workspace + l.xAt(), xd[0], xd[1], xd[2], xd[3], type, s), "re-laying out its input");
       x = workspace + l.xAt();
     }
     if (l.residual) {
-      check(k::nchwToNhwc(residual, workspace + l.residualAt(), xd[0], channels, xd[2], xd[3], type, s),
+      check(k::nchwToNhwc(residual, workspace + l.residualAt(), yd[0], channels, yd[2], yd[3], type, s),
             "re-laying out its residual");
       residual = workspace + l.residualAt();
     }
@@ -169,9 +201,9 @@ class GemmConvStep : public CudaStep {
       work.residualBefore = f.elementwiseResidualBefore ? residual : nullptr;
       work.activate = f.elementwiseActivation;
       work.residualAfter = f.elementwiseResidualAfter ? residual : nullptr;
-      epilogue_.apply(y, {xd[0], xd[2], xd[3], channels}, work, workspace + l.scratchAt(), s);
+      epilogue_.apply(y, {yd[0], yd[2], yd[3], channels}, work, workspace + l.scratchAt(), s);
     }
-    if (l.y) check(k::nhwcToNchw(y, out.data, xd[0], channels, xd[2], xd[3], type, s), "re-laying out its output");
+    if (l.y) check(k::nhwcToNchw(y, out.data, yd[0], channels, yd[2], yd[3], type, s), "re-laying out its output");
   }
 
  private:
@@ -186,7 +218,13 @@ class GemmConvStep : public CudaStep {
     auto entry = std::make_unique<ShapeEntry>();
     entry->x = x;
     entry->alignment = alignment;
-    entry->geometry = pointwiseGeometryOf(spec_, x, args.inputs[kConvW].dims);
+    const auto window = pointwiseWindowOf(base_, x, args.inputs[kConvW].dims);
+    if (!window || window->strided() != formats_.gatherX)
+      throw Error(ErrorCode::kInvalidArgument, name_ + ": X " + dimsToString(x) + " and its filter " +
+                                                   dimsToString(args.inputs[kConvW].dims) +
+                                                   " do not make the unpadded 1x1 convolution it was built for");
+    entry->window = *window;
+    entry->geometry = pointwiseGeometryOf(spec_, x, args.inputs[kConvW].dims, *window);
     const Geometry& g = entry->geometry;
     if (g.outputElements != args.outputs[0].elementCount())
       throw Error(ErrorCode::kInternal, name_ + ": its product makes " + std::to_string(g.outputElements) +
@@ -227,6 +265,14 @@ class GemmConvStep : public CudaStep {
     return *state.shapes.back();
   }
 
+  // Whether the layer's window has a stride (fixed by its attributes, whatever the dims).
+  static bool isStrided(const Layer& layer) {
+    for (int64_t stride : baseOf(layer).attrInts("strides", {}))
+      if (stride != 1) return true;
+    return false;
+  }
+
+  Layer base_;
   ConvSpec conv_;
   MatMulSpec spec_;
   ElementwiseEpilogue epilogue_;
@@ -245,14 +291,14 @@ std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, con
       !inputs.weights[kConvW])
     return {};
   const std::vector<int64_t>&x = inputs.dims[kConvX], &w = inputs.dims[kConvW];
-  const Layer base = layer.domain == fused::kDomain ? fused::baseLayer(layer) : layer;
-  if (!isPointwiseConv(base, x, w) || elementCount(x) == 0) return {};
+  const auto window = pointwiseWindowOf(baseOf(layer), x, w);
+  if (!window || elementCount(x) == 0) return {};
   std::vector<Tactic> tactics;
   try {
     const DataType declared = inputs.types.empty() ? DataType::kFloat32 : inputs.types[0];
     const ConvSpec conv = convSpecOf(layer, precision, declared);
     const MatMulSpec spec = productSpecOf(layer, conv, precision, declared);
-    const Geometry g = pointwiseGeometryOf(spec, x, w);
+    const Geometry g = pointwiseGeometryOf(spec, x, w, *window);
     // The workspace covers linear neighbours too (the copies), whatever formats the plan gives.
     const uint64_t copies = layoutOf(spec, g, Formats{}, 0).total();
     LtSearch search = LtSearch::forBudget(inputs.candidateBudget);

@@ -1,7 +1,8 @@
 #pragma once
-// Pointwise convolutions (1x1 filter, stride 1, no padding, one group: ResNet's bottleneck
-// reductions and expansions, MobileNet's and EfficientNet's projections) as one cuBLASLt product on
-// channels-last activations: Y[N·H·W, K] = X[N·H·W, C] · Wᵀ, with the bias, ReLU / GELU and a
+// Pointwise convolutions (1x1 filter, no padding, one group: ResNet's bottleneck reductions and
+// expansions, MobileNet's and EfficientNet's projections) as one cuBLASLt product on channels-last
+// activations: Y[N·H·W, K] = X[N·H·W, C] · Wᵀ. A strided one (ResNet's downsampling shortcuts)
+// first gathers every stride-th pixel into a dense NHWC copy in the workspace, with the bias, ReLU / GELU and a
 // residual added before the activation inside cuBLASLt's epilogue (the residual as its C). cuDNN's
 // fused graphs run these memory-bound layers well below the bandwidth a GEMM's persistent kernels
 // reach; the builder times both. The tactics are cublaslt_candidates.h's algorithms at the layer's
