@@ -75,6 +75,7 @@ std::string GemmShape::describe() const {
   if (transA || transB) s += std::string(" trans") + (transA ? "A" : "") + (transB ? "B" : "");
   if (compute == CUBLAS_COMPUTE_32F_FAST_TF32) s += " tf32";
   if (columnScales) s += rowScales ? " row- and column-scaled" : " column-scaled";
+  if (fastAccumulation) s += " fast-accumulating";
   if (batch > 1) s += " batch " + std::to_string(batch);
   return s;
 }
@@ -100,6 +101,10 @@ LtGemm::LtGemm(const GemmShape& shape) : shape_(shape) {
     if (shape.columnScales)  // cuBLASLt's A is Kiln's B: its rows are D's columns
       setDesc(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &outerVector, sizeof(outerVector));
     if (shape.rowScales) setDesc(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &outerVector, sizeof(outerVector));
+    if (shape.fastAccumulation) {
+      const int8_t fast = 1;
+      setDesc(CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast));
+    }
 
     auto layout = [&](cublasLtMatrixLayout_t& out, cudaDataType_t type, int64_t rows, int64_t cols, int64_t stride) {
       checkCublas(cublasLtMatrixLayoutCreate(&out, type, uint64_t(rows), uint64_t(cols), rows),

@@ -48,6 +48,9 @@ struct GemmShape {
   // ... and row i of D by a vector of m values (cuBLASLt's B scale in OUTER_VEC_32F mode), where
   // cuBLASLt takes outer-vector scales only on both operands.
   bool rowScales = false;
+  // fp8 products: Hopper's tensor cores keep the running sums without cuBLASLt's periodic
+  // promotion to fp32 (CUBLASLT_MATMUL_DESC_FAST_ACCUM): faster, sums about 1e-4 less exact.
+  bool fastAccumulation = false;
 
   bool hasBias() const;
   std::string describe() const;  // for messages: "64x32x128 fp16 batch 4"

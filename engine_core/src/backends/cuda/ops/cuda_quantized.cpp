@@ -79,6 +79,9 @@ std::optional<cublasLtEpilogue_t> fusedEpilogueOf(const Layer& layer, const Quan
 // the tensor: then cuBLASLt offers its whole list of fp8 GEMMs, not one). Stored as the
 // algorithm's variant; 0: no fused product.
 enum FusedScales : uint32_t { kNotFused = 0, kColumnScales = 1, kColumnAndRowScales = 2, kUniformScale = 3 };
+// The variant's bit for an fp8 product that accumulates fast (GemmShape::fastAccumulation): tactic
+// ids ".fa.h<i>", timed beside the exact ones.
+constexpr uint32_t kFastAccumulation = 16;
 
 // Whether every channel's dequantization multiplier is the same.
 bool uniform(const std::vector<float>& multipliers) {
@@ -88,8 +91,9 @@ bool uniform(const std::vector<float>& multipliers) {
 
 // The product into int32 / fp32 sums, or (with a fused epilogue) straight into the output.
 GemmShape gemmShapeOf(const QuantizedGemmPlan& plan, int64_t rows, std::optional<cublasLtEpilogue_t> fused,
-                      FusedScales scales, DataType storage) {
+                      FusedScales scales, DataType storage, bool fastAccumulation) {
   GemmShape g;
+  g.fastAccumulation = plan.fp8 && fastAccumulation;
   g.m = rows, g.n = fused ? plan.channels : plan.paddedChannels, g.k = plan.paddedDepth;
   g.transB = true;  // W' is [N, K]: cuBLASLt's "TN" product
   g.abType = plan.fp8 ? CUDA_R_8F_E4M3 : CUDA_R_8I;
@@ -184,7 +188,9 @@ class QuantizedGemmStep : public CudaStep {
     bias_ = upload(device, plan_.bias);
     // The fused product writes the output as its rows: channels-last (a convolution's output and
     // residual NHWC).
-    const FusedScales scales = stored_ ? FusedScales(stored_->variant) : kNotFused;
+    const uint32_t variant = stored_ ? stored_->variant : 0;
+    fastAccumulation_ = (variant & kFastAccumulation) != 0;
+    const FusedScales scales = FusedScales(variant & ~kFastAccumulation);
     if (scales != kNotFused && tactic.id.find(kFusedTag + ".") != std::string::npos &&
         (!plan_.conv || (yLast_ && (!hasResidual_ || residualLast_)))) {
       fused_ = fusedEpilogueOf(layer, plan_);
@@ -275,7 +281,8 @@ class QuantizedGemmStep : public CudaStep {
     entry->operandInPlace = !plan_.fp8 && xType == DataType::kInt8 && !plan_.activation.unsignedQ &&
                             !entry->shape.im2col && plan_.depth == plan_.paddedDepth;
     if (!entry->shape.empty) {
-      entry->gemm = std::make_unique<LtGemm>(gemmShapeOf(plan_, entry->shape.rows, fused_, fusedScales_, storage_));
+      entry->gemm = std::make_unique<LtGemm>(
+          gemmShapeOf(plan_, entry->shape.rows, fused_, fusedScales_, storage_, fastAccumulation_));
       if (fused_ && fusedScales_ == kColumnAndRowScales)
         entry->rowOnes = upload(device_, std::vector<float>(size_t(entry->shape.rows), 1.0f));
       cublasLtHandle_t handle = cublasLtHandle(device_);
@@ -305,6 +312,7 @@ class QuantizedGemmStep : public CudaStep {
   DataType storage_;
   std::optional<cublasLtEpilogue_t> fused_;  // the whole epilogue in cuBLASLt (fused fp8 tactics)
   FusedScales fusedScales_ = kNotFused;
+  bool fastAccumulation_ = false;
   std::string name_;
   DeviceCopy weights_, multipliers_, correction_, bias_, narrowBias_;
 };
@@ -331,15 +339,21 @@ std::vector<Tactic> quantizedTactics(const Layer& layer, Precision, const LayerI
     // One candidate list per form: the heuristic's algorithms, each its own tactic.
     auto offer = [&](FusedScales scales) {
       const bool fuse = scales != kNotFused;
-      LtGemm gemm(gemmShapeOf(plan, s.rows, fuse ? fused : std::nullopt, scales, floatStorageOf(layer)));
-      const auto results = gemm.heuristics(cublasLtHandle(device), inputs.candidateBudget, kCublasWorkspaceBytes, 256);
-      for (size_t i = 0; i < results.size(); ++i) {
-        Tactic& t = tactics.emplace_back(plain);
-        t.id = tacticBase(layer, fuse) + ".h" + std::to_string(i);
-        t.workspaceBytes = workspaceOf(plan, s, false, results[i].workspaceSize).total();
-        t.payload = encodeAlgo(StoredAlgo{results[i].algo, results[i].workspaceSize, 256, uint32_t(scales)});
+      bool any = false;
+      for (const bool fast : plan.fp8 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+        LtGemm gemm(gemmShapeOf(plan, s.rows, fuse ? fused : std::nullopt, scales, floatStorageOf(layer), fast));
+        const auto results =
+            gemm.heuristics(cublasLtHandle(device), inputs.candidateBudget, kCublasWorkspaceBytes, 256);
+        for (size_t i = 0; i < results.size(); ++i) {
+          Tactic& t = tactics.emplace_back(plain);
+          t.id = tacticBase(layer, fuse) + (fast ? ".fa" : "") + ".h" + std::to_string(i);
+          t.workspaceBytes = workspaceOf(plan, s, false, results[i].workspaceSize).total();
+          const uint32_t variant = uint32_t(scales) | (fast ? kFastAccumulation : 0);
+          t.payload = encodeAlgo(StoredAlgo{results[i].algo, results[i].workspaceSize, 256, variant});
+        }
+        any = any || !results.empty();
       }
-      return !results.empty();
+      return any;
     };
     // The fused product first, in the first scale form cuBLASLt takes (it answers INVALID_VALUE
     // for one it lacks), then the product into sums.
