@@ -26,6 +26,16 @@ std::vector<uint8_t> buildPlan(const Network& network, int worldSize, int rank, 
   config.tensorParallelSize = worldSize;
   config.tensorParallelRank = rank;
   config.optimizationLevel = level;
+  for (const std::string& name : network.runtimeInputs()) {  // dynamic dims: 1 to 3
+    const Shape& shape = network.tensor(name).shape;
+    if (shape.isFullyKnown()) continue;
+    std::vector<int64_t> smallest, largest;
+    for (const Dim& dim : shape.dims()) {
+      smallest.push_back(dim.isKnown() ? dim.value() : 1);
+      largest.push_back(dim.isKnown() ? dim.value() : 3);
+    }
+    config.profiles.push_back({{{name, {smallest, largest, largest}}}});
+  }
   return Builder().build(network, config).plan;
 }
 
@@ -81,6 +91,19 @@ TEST(TensorParallelBuild, BatchesAndOtherSizesSplitToo) {
   d.layers = 1;
   expectRanksComputeTheWholeModel(gpt2LikeModel(d), d, 2);
   expectRanksComputeTheWholeModel(bertLikeModel(d), d, 3);
+}
+
+TEST(TensorParallelBuild, OtherFormsTheExportersWrite) {
+  TransformerDims d;
+  d.sdpa = true;  // torch.onnx's SDPA: Q and Kᵀ scaled before their product
+  expectRanksComputeTheWholeModel(bertLikeModel(d), d, 2);
+  d = {};
+  d.conv1dAsMatMul = true;  // GPT-2's packed QKV as MatMul + Add on the 3-D activation, then Split
+  expectRanksComputeTheWholeModel(gpt2LikeModel(d), d, 4);
+  d = {};
+  d.dynamicBatch = true;  // reshape targets read from Shape at run time, with constant heads and depth
+  d.batch = 2;
+  expectRanksComputeTheWholeModel(bertLikeModel(d), d, 2);
 }
 
 TEST(TensorParallelBuild, GatedMlpSplitsBothOfItsFirstProducts) {

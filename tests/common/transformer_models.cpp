@@ -10,7 +10,10 @@ using namespace onnx_types;
 class Writer {
  public:
   explicit Writer(const TransformerDims& d) : d_(d) {
-    mb_.input("input_ids", kInt64, {d.batch, d.length});
+    if (d.dynamicBatch)
+      mb_.symbolicInput("input_ids", kInt64, {"batch", std::to_string(d.length)});
+    else
+      mb_.input("input_ids", kInt64, {d.batch, d.length});
     for (const auto& [name, value] : {std::pair{"half", 0.5f},
                                       {"one", 1.0f},
                                       {"three", 3.0f},
@@ -18,6 +21,7 @@ class Writer {
                                       {"cubic", 0.044715f},
                                       {"sqrt_2_over_pi", std::sqrt(2.0f / 3.14159265f)},
                                       {"sqrt_depth", std::sqrt(float(d.depth))},
+                                      {"sdpa_scale", 1.0f / std::sqrt(std::sqrt(float(d.depth)))},
                                       {"masked", -10000.0f}})
       mb_.initializer(name, HostTensor::scalar<float>(value));
   }
@@ -30,6 +34,26 @@ class Writer {
   std::string node(const std::string& op, std::vector<std::string> inputs, const std::string& name) {
     mb_.node(op, std::move(inputs), {name + "_output_0"}, name);
     return name + "_output_0";
+  }
+  // Reshape `x` [B, L, ...] to [B, L, tail...]: the constant `whole` (all of it), or with a
+  // dynamic batch Concat(x's dims 0 and 1 read by Shape, tail).
+  std::string target(const std::string& x, const std::string& whole, std::vector<int64_t> tail,
+                     const std::string& name) {
+    if (!d_.dynamicBatch) return whole;
+    const std::string dims = node("Shape", {x}, name + "/Shape");
+    std::vector<std::string> pieces;
+    for (const std::string axis : {"0", "1"}) {
+      mb_.initializer(name + "/index" + axis, HostTensor::scalar<int64_t>(std::stoll(axis)));
+      ints(name + "/axes" + axis, {0});
+      pieces.push_back(node(
+          "Unsqueeze", {node("Gather", {dims, name + "/index" + axis}, name + "/Gather" + axis), name + "/axes" + axis},
+          name + "/Unsqueeze" + axis));
+    }
+    ints(name + "/tail", std::move(tail));
+    pieces.push_back(name + "/tail");
+    auto& concat = mb_.node("Concat", pieces, {name + "/Concat_output_0"}, name + "/Concat");
+    ModelBuilder::setInt(concat, "axis", 0);
+    return name + "/Concat_output_0";
   }
   std::string transpose(const std::string& x, std::vector<int64_t> perm, const std::string& name) {
     ModelBuilder::setInts(mb_.node("Transpose", {x}, {name + "_output_0"}, name), "perm", std::move(perm));
@@ -54,6 +78,7 @@ class Writer {
   // GPT-2's Conv1D: rows of the activation through Gemm with [in, out] weights, reshaped back.
   std::string conv1d(const std::string& prefix, const std::string& x, int64_t in, int64_t out,
                      const std::string& rowsShape, const std::string& outShape) {
+    if (d_.conv1dAsMatMul) return linear(prefix, x, in, out, false);
     const std::string rows = node("Reshape", {x, rowsShape}, prefix + "/Reshape");
     const std::string gemm =
         node("Gemm", {rows, weights(prefix + ".weight", {in, out}, in), bias(prefix + ".bias", out)}, prefix + "/Gemm");
@@ -71,8 +96,12 @@ class Writer {
   // Softmax(Q·Kᵀ / sqrt(D) masked) · V over [B, H, L, D] heads, back to [B, L, H, D].
   std::string attention(const std::string& p, const std::string& q, const std::string& kt, const std::string& v,
                         const std::string& mask, bool causal) {
-    const std::string scores = node("MatMul", {q, kt}, p + "MatMul");
-    const std::string scaled = node("Div", {scores, "sqrt_depth"}, p + "Div");
+    std::string scaled;
+    if (d_.sdpa)  // torch.onnx's scaled_dot_product_attention: both operands scaled, then the product
+      scaled = node("MatMul", {node("Mul", {q, "sdpa_scale"}, p + "Mul"), node("Mul", {kt, "sdpa_scale"}, p + "Mul_1")},
+                    p + "MatMul");
+    else
+      scaled = node("Div", {node("MatMul", {q, kt}, p + "MatMul"), "sqrt_depth"}, p + "Div");
     const std::string masked =
         causal ? node("Where", {mask, scaled, "masked"}, p + "Where") : node("Add", {scaled, mask}, p + "Add");
     auto& softmax = mb_.node("Softmax", {masked}, {p + "Softmax_output_0"}, p + "Softmax");
@@ -94,7 +123,7 @@ ModelBuilder bertLikeModel(const TransformerDims& d) {
   const int64_t width = d.width();
   w.weights("word_embeddings", {d.vocab, width}, 1);
   w.mb().initializer("position_embeddings", randomFloats({1, d.length, width}, 7, -0.5f, 0.5f));
-  w.mb().initializer("mask", randomFloats({d.batch, 1, 1, d.length}, 8, -3.0f, 0.0f));
+  w.mb().initializer("mask", randomFloats({d.dynamicBatch ? 1 : d.batch, 1, 1, d.length}, 8, -3.0f, 0.0f));
   w.ints("heads_shape", {d.batch, d.length, d.heads, d.depth});
   w.ints("heads_shape_inferred", {d.batch, d.length, -1, d.depth});  // transformers' (*shape, -1, head_dim)
   w.ints("flat_shape", {d.batch, d.length, width});
@@ -104,16 +133,18 @@ ModelBuilder bertLikeModel(const TransformerDims& d) {
   for (int64_t i = 0; i < d.layers; ++i) {
     const std::string p = "/encoder/layer." + std::to_string(i) + "/";
     const std::string self = p + "attention/self/";
-    const std::string heads = i % 2 ? "heads_shape_inferred" : "heads_shape";
     auto split = [&](const std::string& name, std::vector<int64_t> perm) {
       const std::string lin = w.linear(self + name, x, width, width, name != "value");
+      const std::string heads = i % 2 ? w.target(lin, "heads_shape_inferred", {-1, d.depth}, self + name + "/target")
+                                      : w.target(lin, "heads_shape", {d.heads, d.depth}, self + name + "/target");
       return w.transpose(w.node("Reshape", {lin, heads}, self + name + "/Reshape"), std::move(perm),
                          self + name + "/Transpose");
     };
     const std::string q = split("query", {0, 2, 1, 3}), kt = split("key", {0, 2, 3, 1}),
                       v = split("value", {0, 2, 1, 3});
+    const std::string heads = w.attention(self, q, kt, v, "mask", false);
     const std::string context =
-        w.node("Reshape", {w.attention(self, q, kt, v, "mask", false), "flat_shape"}, self + "Reshape_3");
+        w.node("Reshape", {heads, w.target(heads, "flat_shape", {width}, self + "target")}, self + "Reshape_3");
     const std::string projected = w.linear(p + "attention/output/dense", context, width, width, false);
     const std::string attended =
         w.layerNorm(p + "attention/output/LayerNorm", w.node("Add", {projected, x}, p + "attention/output/Add"));

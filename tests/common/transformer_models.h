@@ -13,6 +13,13 @@ namespace kiln::test {
 
 struct TransformerDims {
   int64_t batch = 1, length = 7, heads = 4, depth = 16, mlp = 256, layers = 2, vocab = 11;
+  // The other forms exporters write: BERT's attention as torch's SDPA decomposition (Q and Kᵀ each
+  // scaled by 1 / D^¼ before their product); GPT-2's Conv1D as MatMul + Add on the 3-D activation.
+  bool sdpa = false;
+  bool conv1dAsMatMul = false;
+  // BERT with a dynamic batch: reshape targets built at run time from Shape, as exports with
+  // dynamic axes have them (Concat of the activation's leading dims and constant heads, depth).
+  bool dynamicBatch = false;
   int64_t width() const { return heads * depth; }
 };
 

@@ -2,10 +2,6 @@
 
 #include <kiln/error.h>
 
-#include "../ops/collective.h"
-#include "../ops/fused.h"
-
-#include <cstring>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -60,47 +56,6 @@ bool isFloat(DataType t) {
   return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat64;
 }
 
-// The rank's share of `t` along `axis`: part `rank` of each group.
-HostTensor rankShare(const HostTensor& t, size_t axis, const std::vector<int64_t>& groups, RankSplit split) {
-  const size_t element = byteSize(t.dtype());
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= t.dim(d);
-  for (size_t d = axis + 1; d < t.rank(); ++d) inner *= t.dim(d);
-  std::vector<int64_t> dims = t.dims();
-  dims[axis] /= split.worldSize;
-  HostTensor share(t.dtype(), dims);
-  const size_t rowBytes = size_t(inner) * element;
-  const auto* from = static_cast<const uint8_t*>(t.rawData());
-  auto* to = static_cast<uint8_t*>(share.rawData());
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t offset = 0;
-    for (int64_t group : groups) {
-      const int64_t part = group / split.worldSize;
-      const size_t bytes = size_t(part) * rowBytes;
-      if (bytes) std::memcpy(to, from + size_t(o * t.dim(axis) + offset + split.rank * part) * rowBytes, bytes);
-      to += bytes;
-      offset += group;
-    }
-  }
-  return share;
-}
-
-// Input `input` of layer `at` reads a new constant made from the old one's value.
-Edit replaceConstantInput(size_t at, size_t input, std::function<HostTensor(const HostTensor&)> make, int rank) {
-  return [=](Network& network, std::set<size_t>&) {
-    const std::string old = network.layers()[at].inputs[input];
-    HostTensor value = make(*network.tensor(old).constant);
-    const std::string name = uniqueTensorName(network, old + "/rank" + std::to_string(rank));
-    network.addConstant(name, std::move(value));
-    network.layers()[at].inputs[input] = name;
-  };
-}
-
-std::vector<int64_t> divided(std::vector<int64_t> values, int64_t by) {
-  for (int64_t& v : values) v /= by;
-  return values;
-}
-
 class Planner {
  public:
   Planner(const Network& network, const GraphIndex& index, const std::vector<size_t>& order, RankSplit split)
@@ -143,10 +98,26 @@ class Planner {
     return t->shape;
   }
   int64_t rankOf(size_t at, const std::string& tensor) const { return int64_t(shapeOf(at, tensor).rank()); }
-  int64_t dimOf(size_t at, const std::string& tensor, int64_t axis) const {
-    const Dim& d = shapeOf(at, tensor)[size_t(axis)];
-    return d.isKnown() ? d.value() : -1;
+  // Dims as far as known (-1: not): what planning worked out for the tensors it split (a dynamic
+  // export's reshape targets are read at run time, so shape inference may not know them), else
+  // shape inference's.
+  std::vector<int64_t> dimsOf(size_t at, const std::string& tensor) const {
+    if (auto it = dims_.find(tensor); it != dims_.end()) return it->second;
+    std::vector<int64_t> dims;
+    for (const Dim& d : shapeOf(at, tensor).dims()) dims.push_back(d.isKnown() ? d.value() : -1);
+    return dims;
   }
+  int64_t dimOf(size_t at, const std::string& tensor, int64_t axis) const { return dimsOf(at, tensor)[size_t(axis)]; }
+  // `dims` (an output's) with the unknown ones numpy-broadcast from the inputs' (right-aligned).
+  static std::vector<int64_t> broadcast(std::vector<int64_t> dims, const std::vector<std::vector<int64_t>>& inputs) {
+    for (const auto& in : inputs)
+      for (size_t k = 0; k < in.size() && in.size() <= dims.size(); ++k) {
+        int64_t& out = dims[dims.size() - in.size() + k];
+        if (out < 0 || (out == 1 && in[k] > 1)) out = in[k];
+      }
+    return dims;
+  }
+
   int64_t axisAttr(size_t at, const std::string& key, int64_t fallback, int64_t rank) const {
     const int64_t axis = layer(at).attrInt(key, fallback);
     return axis < 0 ? axis + rank : axis;
@@ -158,11 +129,12 @@ class Planner {
   void edit(Edit e) { plan_.edits.push_back(std::move(e)); }
 
   // Marks `tensor` as held in shares and queues its readers.
-  void shard(size_t at, const std::string& tensor, Shard s) {
+  void shard(size_t at, const std::string& tensor, Shard s, std::vector<int64_t> dims) {
     if (index_.isGraphOutput(tensor))
       fail(at, "writes '" + tensor + "', a graph output, which would hold one rank's share");
     if (index_.isReadBySubgraph(tensor)) fail(at, "writes '" + tensor + "', which a subgraph reads");
     shards_[tensor] = std::move(s);
+    dims_[tensor] = std::move(dims);
     for (size_t reader : index_.consumers(tensor))
       if (!plan_.layers.count(reader)) pending_.insert({position_[reader], reader});
   }
@@ -193,21 +165,20 @@ class Planner {
     const int64_t width = constantValue(network_, l.inputs[1])->dim(outputAxisOfB);
     const std::vector<int64_t> groups = groupsAfter(l.outputs[0], width);
     for (int64_t group : groups) require(group, "the output width of '" + l.name + "'");
-    const RankSplit split = split_;
-    edit(replaceConstantInput(
-        at, 1, [=](const HostTensor& w) { return rankShare(w, outputAxisOfB, groups, split); }, split.rank));
+    edit(cutConstantInput(at, 1, outputAxisOfB, groups, split_));
     if (gemm && l.hasInput(2)) {
       const HostTensor* c = constantValue(network_, l.inputs[2]);
       if (!c) fail(at, "adds a bias C that is not a constant");
       if (c->rank() > 0 && c->dims().back() == width && width > 1)
-        edit(replaceConstantInput(
-            at, 2, [=](const HostTensor& b) { return rankShare(b, b.rank() - 1, groups, split); }, split.rank));
+        edit(cutConstantInput(at, 2, c->rank() - 1, groups, split_));
       else if (c->rank() > 0 && c->dims().back() != 1)
         fail(at, "adds a bias C that is not one value per output column");
     }
-    const int64_t outputRank = rankOf(at, l.outputs[0]);
-    if (dimOf(at, l.outputs[0], outputRank - 1) != width) fail(at, "writes an output whose last dim is not its width");
-    shard(at, l.outputs[0], {outputRank - 1, groups});
+    std::vector<int64_t> dims = dimsOf(at, l.outputs[0]);
+    if (dims.empty() || (dims.back() >= 0 && dims.back() != width))
+      fail(at, "writes an output whose last dim is not its width");
+    dims.back() = width;
+    shard(at, l.outputs[0], {int64_t(dims.size()) - 1, groups}, dims);
   }
 
   // The parts a packed product is cut into (GPT-2's c_attn: Q, K and V side by side): the sizes of
@@ -270,14 +241,15 @@ class Planner {
       const HostTensor* value = constantValue(network_, in);
       if (!value || value->dim(size_t(axis)) != common->extent() || byteSize(value->dtype()) == 0)
         fail(at, "reads the whole tensor '" + in + "' beside a split one", in);
-      const RankSplit split = split_;
-      const std::vector<int64_t> groups = common->groups;
-      edit(replaceConstantInput(
-          at, i, [=](const HostTensor& c) { return rankShare(c, size_t(axis), groups, split); }, split.rank));
+      edit(cutConstantInput(at, i, size_t(axis), common->groups, split_));
     }
     plan_.nonlinear |= isActivation(l.opType);
+    std::vector<std::vector<int64_t>> inputDims;
+    for (const std::string& in : l.inputs)
+      if (!in.empty()) inputDims.push_back(dimsOf(at, in));
+    const std::vector<int64_t> dims = broadcast(dimsOf(at, l.outputs[0]), inputDims);
     for (const std::string& out : l.outputs)
-      if (!out.empty()) shard(at, out, *common);
+      if (!out.empty()) shard(at, out, *common, dims);
   }
 
   void transpose(size_t at) {
@@ -286,8 +258,11 @@ class Planner {
     std::vector<int64_t> perm = l.attrInts("perm");
     if (perm.empty())
       for (int64_t d = rankOf(at, l.inputs[0]); d-- > 0;) perm.push_back(d);
+    const std::vector<int64_t> in = dimsOf(at, l.inputs[0]);
+    std::vector<int64_t> dims;
+    for (int64_t p : perm) dims.push_back(p >= 0 && p < int64_t(in.size()) ? in[size_t(p)] : -1);
     for (size_t j = 0; j < perm.size(); ++j)
-      if (perm[j] == s.axis) return shard(at, l.outputs[0], {int64_t(j), s.groups});
+      if (perm[j] == s.axis) return shard(at, l.outputs[0], {int64_t(j), s.groups}, dims);
     fail(at, "has a perm without the split axis");
   }
 
@@ -299,17 +274,20 @@ class Planner {
     for (size_t i = 1; i < l.inputs.size(); ++i)
       if (!l.inputs[i].empty() && shardOf(l.inputs[i])) fail(at, "takes a split tensor as its target shape");
     const Shard s = *shardOf(l.inputs[0]);
-    const int64_t inputRank = rankOf(at, l.inputs[0]), outputRank = rankOf(at, l.outputs[0]);
+    const int64_t inputRank = rankOf(at, l.inputs[0]);
     int64_t block = s.extent();  // E·Q
     for (int64_t d = s.axis + 1; d < inputRank; ++d) {
       const int64_t dim = dimOf(at, l.inputs[0], d);
       if (dim < 0) fail(at, "has dims after the split axis that are not known");
       block *= dim;
     }
+    std::vector<int64_t> dims = outputDims(at);  // -1: not known
     std::optional<int64_t> axis;
     int64_t after = 1;  // Q'
-    for (int64_t b = outputRank; b-- > 0;) {
-      const int64_t dim = dimOf(at, l.outputs[0], b);
+    for (int64_t b = int64_t(dims.size()); b-- > 0;) {
+      // A -1 where the split axis was, the dims before it kept ((*shape[:-1], -1, D)): what is left.
+      if (dims[size_t(b)] == kInferred && b == s.axis && block % after == 0) dims[size_t(b)] = block / after;
+      const int64_t dim = dims[size_t(b)];
       if (dim < 0 || dim * after > block) break;
       if (dim * after == block) {
         axis = b;
@@ -318,7 +296,7 @@ class Planner {
       after *= dim;
     }
     if (!axis) fail(at, "mixes the split axis with the dims before it (heads folded into the batch?)");
-    const int64_t extent = dimOf(at, l.outputs[0], *axis);
+    const int64_t extent = dims[size_t(*axis)];
     Shard out{*axis, {extent}};
     if (s.groups.size() > 1) {
       if (extent != s.extent()) fail(at, "reshapes a packed axis (Q, K and V side by side) before it is split");
@@ -327,76 +305,54 @@ class Planner {
       require(extent, "the dim '" + l.name + "' makes of the split axis");
     }
     if (isOp(l, "Reshape")) patchReshapeTarget(at, *axis, extent, s.axis == *axis && s.extent() == extent);
-    shard(at, l.outputs[0], out);
+    for (int64_t& dim : dims)
+      if (dim == kInferred) dim = -1;
+    shard(at, l.outputs[0], out, dims);
   }
 
-  // The target shape's entry `axis` (the split axis, `extent` whole) becomes extent / N. A constant
-  // target is patched; a Concat of pieces (shapes read at run time before it) gets a copy whose
-  // constant piece is patched, so long as every piece from the split axis on is constant.
+  static constexpr int64_t kInferred = -2;  // a Reshape target's -1, in outputDims
+
+  // The output's dims where shape inference knows them; a Reshape's unknown ones (its target
+  // read at run time) from the target's constant entries: a value, 0 (the input's dim), or -1
+  // (kInferred).
+  std::vector<int64_t> outputDims(size_t at) const {
+    const Layer& l = layer(at);
+    const int64_t rank = rankOf(at, l.outputs[0]);
+    std::vector<int64_t> dims;
+    for (int64_t b = 0; b < rank; ++b) dims.push_back(dimOf(at, l.outputs[0], b));
+    const auto pieces = isOp(l, "Reshape") ? targetPieces(network_, index_, l) : std::nullopt;
+    if (!pieces) return dims;
+    const bool allowZero = l.attrInt("allowzero", 0) != 0;
+    const int64_t inputRank = rankOf(at, l.inputs[0]);
+    for (int64_t b = 0; b < rank; ++b) {
+      const auto entry = entryOf(*pieces, b);
+      if (dims[size_t(b)] >= 0 || !entry) continue;
+      if (*entry > 0) dims[size_t(b)] = *entry;
+      if (*entry == -1) dims[size_t(b)] = kInferred;
+      if (*entry == 0 && !allowZero && b < inputRank) dims[size_t(b)] = dimOf(at, l.inputs[0], b);
+    }
+    return dims;
+  }
+
+  // The target's entry `axis` (the split axis, `extent` whole) becomes extent / N. A constant target
+  // is patched; a Concat of pieces gets a copy whose constant piece is patched, so long as every
+  // piece from the split axis on is constant (the dims after it are the block's own).
   void patchReshapeTarget(size_t at, int64_t axis, int64_t extent, bool inputAxisSame) {
     const Layer& l = layer(at);
+    const auto pieces = targetPieces(network_, index_, l);
+    if (!pieces) fail(at, "computes its target shape at run time; export the model with static shapes");
+    for (size_t k = 0; k < pieces->size(); ++k) {
+      const bool last = k + 1 == pieces->size();
+      if (!(*pieces)[k].values && (last || (*pieces)[k + 1].offset > axis))
+        fail(at, "computes its target shape from the split axis on at run time; export the model with static shapes");
+    }
+    const auto value = entryOf(*pieces, axis);
+    if (!value) fail(at, "has a target shape shorter than its output");
     const bool allowZero = l.attrInt("allowzero", 0) != 0;
-    const int64_t n = split_.worldSize;
-    // nullopt: the entry needs no change (-1, or 0 copying the split input dim); else its new value.
-    auto patched = [&](int64_t value) -> std::optional<int64_t> {
-      if (value == -1 || (value == 0 && !allowZero && inputAxisSame)) return std::nullopt;
-      if (value != extent)
-        fail(at, "has target dim " + std::to_string(value) + " where " + std::to_string(extent) + " was expected");
-      return extent / n;
-    };
-    auto patchEntry = [](const HostTensor& shape, int64_t k, int64_t value) {
-      HostTensor copy = shape.clone();
-      if (copy.dtype() == DataType::kInt64)
-        copy.data<int64_t>()[k] = value;
-      else
-        copy.data<int32_t>()[k] = int32_t(value);
-      return copy;
-    };
-    const std::string& target = l.inputs[1];
-    if (auto values = constantInts(network_, target)) {
-      if (auto value = patched((*values)[size_t(axis)]))
-        edit(replaceConstantInput(
-            at, 1, [=](const HostTensor& t) { return patchEntry(t, axis, *value); }, split_.rank));
-      return;
-    }
-    const auto concatAt = index_.producer(target);
-    if (!concatAt || !isOp(layer(*concatAt), "Concat"))
-      fail(at, "computes its target shape at run time; export the model with static shapes");
-    const Layer& concat = layer(*concatAt);
-    int64_t offset = 0;
-    std::optional<std::pair<size_t, int64_t>> piece;  // the input holding the entry, and where in it
-    for (size_t k = 0; k < concat.inputs.size(); ++k) {
-      const Tensor* t = network_.findTensor(concat.inputs[k]);
-      if (!t || !t->shape.hasRank() || t->shape.rank() != 1 || !t->shape[0].isKnown())
-        fail(at, "builds its target shape from pieces of unknown length");
-      const int64_t length = t->shape[0].value();
-      if (offset + length > axis) {
-        if (!constantValue(network_, concat.inputs[k]))
-          fail(at,
-               "computes its target shape from the split axis on at run time; export the model with static "
-               "shapes");
-        if (!piece) piece = {k, axis - offset};
-      }
-      offset += length;
-    }
-    if (!piece) fail(at, "has a target shape shorter than its output");
-    const size_t input = piece->first;
-    const int64_t entry = piece->second;
-    const auto value = patched(constantInts(network_, concat.inputs[input])->at(size_t(entry)));
-    if (!value) return;
-    const size_t concatIndex = *concatAt;
-    const int rank = split_.rank;
-    edit([=](Network& network, std::set<size_t>&) {
-      Layer copy = network.layers()[concatIndex];
-      const std::string old = copy.inputs[input];
-      const std::string patchedPiece = uniqueTensorName(network, old + "/rank" + std::to_string(rank));
-      network.addConstant(patchedPiece, patchEntry(*network.tensor(old).constant, entry, *value));
-      copy.inputs[input] = patchedPiece;
-      copy.name += "/rank" + std::to_string(rank);
-      copy.outputs = {uniqueTensorName(network, copy.outputs[0] + "/rank" + std::to_string(rank))};
-      network.layers()[at].inputs[1] = copy.outputs[0];
-      network.addLayer(std::move(copy));
-    });
+    if (*value == -1 || (*value == 0 && !allowZero && inputAxisSame)) return;  // follows the input's share
+    if (*value != extent)
+      fail(at, "has target dim " + std::to_string(*value) + " where " + std::to_string(extent) + " was expected");
+    edit(setTargetEntry(network_, index_, at, axis, extent / split_.worldSize, split_.rank));
   }
 
   // A Split of the split axis must cut a packed product into its groups: each part is then one of
@@ -405,28 +361,28 @@ class Planner {
     const Layer& l = layer(at);
     const Shard s = *shardOf(l.inputs[0]);
     const int64_t axis = axisAttr(at, "axis", 0, rankOf(at, l.inputs[0]));
+    std::vector<int64_t> dims = dimsOf(at, l.inputs[0]);
+    const auto along = splitSizes(at, dims[size_t(axis)]);
     if (axis != s.axis) {
-      for (const std::string& out : l.outputs)
-        if (!out.empty()) shard(at, out, s);
+      for (size_t k = 0; k < l.outputs.size(); ++k) {
+        dims[size_t(axis)] = along && k < along->size() ? (*along)[k] : -1;
+        if (!l.outputs[k].empty()) shard(at, l.outputs[k], s, dims);
+      }
       return;
     }
     const auto sizes = splitSizes(at, s.extent());
     if (s.groups.size() < 2 || !sizes || *sizes != s.groups)
       fail(at, "cuts the split axis into parts other than the packed product's");
-    for (size_t k = 0; k < l.outputs.size(); ++k)
-      if (!l.outputs[k].empty()) shard(at, l.outputs[k], {axis, {(*sizes)[k]}});
-    const int64_t n = split_.worldSize;
+    for (size_t k = 0; k < l.outputs.size(); ++k) {
+      dims[size_t(axis)] = (*sizes)[k];
+      if (!l.outputs[k].empty()) shard(at, l.outputs[k], {axis, {(*sizes)[k]}}, dims);
+    }
     if (l.hasInput(1)) {
-      edit(replaceConstantInput(
-          at, 1,
-          [n](const HostTensor& t) {
-            const auto parts = divided(t.toInt64Vector(), n);
-            return HostTensor::fromVector<int64_t>({int64_t(parts.size())}, parts);
-          },
-          split_.rank));
+      edit(divideConstantInput(at, 1, split_));
     } else if (l.hasAttr("split")) {
-      const auto parts = divided(*sizes, n);
-      edit([=](Network& network, std::set<size_t>&) { network.layers()[at].attributes["split"] = parts; });
+      std::vector<int64_t> parts = *sizes;
+      for (int64_t& part : parts) part /= split_.worldSize;
+      edit(setAttribute(at, "split", parts));
     }
   }
 
@@ -437,7 +393,7 @@ class Planner {
     const bool coerced = l.opsetVersion < 13;  // older opsets flatten to 2-D at the axis
     const int64_t axis = axisAttr(at, "axis", coerced ? 1 : -1, rank);
     if (coerced ? s.axis >= axis : s.axis == axis) fail(at, "normalises along the split axis");
-    shard(at, l.outputs[0], s);
+    shard(at, l.outputs[0], s, dimsOf(at, l.inputs[0]));
   }
 
   void matMul(size_t at) {
@@ -468,7 +424,15 @@ class Planner {
       if (axis >= 0 && dimOf(at, tensor, axis) != 1)
         fail(at, "multiplies a split tensor by the whole '" + tensor + "'", tensor);
     }
-    shard(at, l.outputs[0], *out);
+    // The output's dims: the batch dims broadcast, rows from A, columns from B.
+    std::vector<int64_t> dims = dimsOf(at, l.outputs[0]);
+    const auto da = dimsOf(at, a), db = dimsOf(at, b);
+    const std::vector<int64_t> batch = broadcast(std::vector<int64_t>(dims.begin(), dims.end() - 2),
+                                                 {{da.begin(), da.end() - 2}, {db.begin(), db.end() - 2}});
+    std::copy(batch.begin(), batch.end(), dims.begin());
+    if (dims[dims.size() - 2] < 0) dims[dims.size() - 2] = da[da.size() - 2];
+    if (dims.back() < 0) dims.back() = db.back();
+    shard(at, l.outputs[0], *out, dims);
   }
 
   void gemm(size_t at) {
@@ -490,40 +454,12 @@ class Planner {
     const bool gemm = isOp(l, "Gemm");
     const size_t contractionAxisOfB = gemm && l.attrInt("transB", 0) ? 1 : 0;
     const int64_t depth = shardOf(l.inputs[0])->extent();
-    const RankSplit split = split_;
-    edit(replaceConstantInput(
-        at, 1, [=](const HostTensor& w) { return rankShare(w, contractionAxisOfB, {depth}, split); }, split.rank));
+    edit(cutConstantInput(at, 1, contractionAxisOfB, {depth}, split_));
     std::optional<size_t> biasAdd;
-    if (gemm) {
-      if (l.hasInput(2) && split.rank != 0)
-        edit([=](Network& network, std::set<size_t>&) { network.layers()[at].inputs.resize(2); });
-    } else {
-      biasAdd = biasAddAfter(l.outputs[0]);
-      if (biasAdd) plan_.layers.insert(*biasAdd);
-    }
-    edit([=](Network& network, std::set<size_t>& erased) {
-      Layer& product = network.layers()[at];
-      const std::string total = biasAdd ? network.layers()[*biasAdd].outputs[0] : product.outputs[0];
-      const std::string partial = uniqueTensorName(network, total + "/partial");
-      network.addTensor(partial);
-      if (biasAdd && split.rank == 0) {
-        network.layers()[*biasAdd].outputs[0] = partial;
-      } else {
-        product.outputs[0] = partial;
-        if (biasAdd) erased.insert(*biasAdd);
-      }
-      Layer sum;
-      sum.name = product.name + "/all_reduce";
-      sum.domain = fused::kDomain;
-      sum.opType = collective::kAllReduce;
-      sum.opsetVersion = 1;
-      sum.inputs = {partial};
-      sum.outputs = {total};
-      sum.attributes[collective::kWorldSize] = int64_t(split.worldSize);
-      sum.attributes[collective::kReduction] = std::string("sum");
-      sum.origins = product.origins.empty() ? std::vector<std::string>{product.name} : product.origins;
-      network.addLayer(std::move(sum));
-    });
+    if (!gemm) biasAdd = biasAddAfter(l.outputs[0]);
+    if (biasAdd) plan_.layers.insert(*biasAdd);
+    if (gemm && l.hasInput(2) && split_.rank != 0) edit(dropInputsFrom(at, 2));
+    edit(insertAllReduce(at, biasAdd, split_));
   }
 
   // The Add of a constant bias that alone reads a product's result (MatMul + Add: torch's Linear).
@@ -545,6 +481,7 @@ class Planner {
   std::vector<size_t> position_;                 // layer -> place in topological order
   std::set<std::pair<size_t, size_t>> pending_;  // (place, layer) of readers still to follow
   std::map<std::string, Shard> shards_;
+  std::map<std::string, std::vector<int64_t>> dims_;  // of the split tensors (whole), as planning knows them
   BlockPlan plan_;
 };
 

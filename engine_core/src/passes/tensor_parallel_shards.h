@@ -8,6 +8,7 @@
 #include <kiln/network.h>
 
 #include "graph_utils.h"
+#include "tensor_parallel_edits.h"
 
 #include <functional>
 #include <set>
@@ -15,14 +16,6 @@
 #include <vector>
 
 namespace kiln::tensor_parallel {
-
-struct RankSplit {
-  int worldSize = 1;
-  int rank = 0;
-};
-
-// Layers an edit removes are collected and erased once every plan is applied (indices stay valid).
-using Edit = std::function<void(Network& network, std::set<size_t>& erased)>;
 
 struct BlockPlan {
   std::vector<size_t> columnProducts, rowProducts;
