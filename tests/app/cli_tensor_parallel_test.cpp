@@ -28,8 +28,10 @@ class CliTensorParallel : public Cli {
 };
 
 TEST_F(CliTensorParallel, RanksRunTogetherSaveTheWholePlansOutputs) {
-  auto built = kiln({"build", model(), "--save", path("m.plan"), "--tensor-parallel", "2"});
+  auto built =
+      kiln({"build", model(), "--save", path("m.plan"), "--tensor-parallel", "2", "--export-report", path("m.json")});
   ASSERT_EQ(built.exitCode, 0) << built.err;
+  EXPECT_TRUE(fs::exists(path("m.rank0.json")) && fs::exists(path("m.rank1.json"))) << "one report a rank";
   EXPECT_NE(built.out.find("built " + path("m.rank0.plan")), std::string::npos) << built.out;
   EXPECT_NE(built.out.find("(tensor-parallel rank 1 of 2)"), std::string::npos) << built.out;
   EXPECT_NE(built.out.find("split the attention block around Softmax '/h.0/attn/Softmax'"), std::string::npos)
