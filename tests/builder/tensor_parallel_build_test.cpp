@@ -21,8 +21,8 @@ using namespace kiln::test;
 
 namespace {
 
-std::vector<uint8_t> buildPlan(const Network& network, int worldSize, int rank, int level = 3) {
-  BuilderConfig config;
+std::vector<uint8_t> buildPlan(const Network& network, int worldSize, int rank, int level = 3,
+                               BuilderConfig config = {}) {
   config.tensorParallelSize = worldSize;
   config.tensorParallelRank = rank;
   config.optimizationLevel = level;
@@ -39,10 +39,10 @@ std::vector<uint8_t> buildPlan(const Network& network, int worldSize, int rank, 
   return Builder().build(network, config).plan;
 }
 
-RankEngines rankEngines(const Network& network, int worldSize, int level = 3) {
+RankEngines rankEngines(const Network& network, int worldSize, int level = 3, const BuilderConfig& config = {}) {
   RankEngines engines;
   for (int rank = 0; rank < worldSize; ++rank)
-    engines.push_back(Runtime().load(buildPlan(network, worldSize, rank, level)));
+    engines.push_back(Runtime().load(buildPlan(network, worldSize, rank, level, config)));
   return engines;
 }
 
@@ -104,6 +104,31 @@ TEST(TensorParallelBuild, OtherFormsTheExportersWrite) {
   d.dynamicBatch = true;  // reshape targets read from Shape at run time, with constant heads and depth
   d.batch = 2;
   expectRanksComputeTheWholeModel(bertLikeModel(d), d, 2);
+}
+
+TEST(TensorParallelBuild, HalfPrecisionRanksMatchTheHalfPrecisionWholeModel) {
+  const TransformerDims d;
+  const auto network = OnnxImporter().importBytes(gpt2LikeModel(d).bytes());
+  BuilderConfig fp16;
+  fp16.allowFP16 = true;
+  const auto inputs = tokens(d, 5);
+  const HostTensor want =
+      Runtime().load(buildPlan(*network, 1, 0, 3, fp16))->createExecutionContext()->run(inputs).at("y");
+  for (const auto& out : runRanks(rankEngines(*network, 2, 3, fp16), inputs))
+    EXPECT_EQ(checkClose(out.at("y"), want, 1e-2, 1e-2), "");
+}
+
+TEST(TensorParallelBuild, RanksOnTheTestDeviceBackend) {
+  // Device memory the runtime may not touch (backends/test_device): the AllReduce steps run on the
+  // device's buffers and meet through the in-process group that createCommunicators gives it.
+  const TransformerDims d;
+  const auto network = OnnxImporter().importBytes(gpt2LikeModel(d).bytes());
+  BuilderConfig device;
+  device.backend = BackendKind::kTestDevice;
+  const auto inputs = tokens(d, 6);
+  const HostTensor want = Runtime().load(buildPlan(*network, 1, 0))->createExecutionContext()->run(inputs).at("y");
+  for (const auto& out : runRanks(rankEngines(*network, 2, 3, device), inputs))
+    EXPECT_EQ(checkClose(out.at("y"), want, 1e-5, 1e-5), "");
 }
 
 TEST(TensorParallelBuild, GatedMlpSplitsBothOfItsFirstProducts) {
