@@ -99,10 +99,10 @@ std::optional<AttentionBlock> attentionAround(const Network& network, const Grap
 // up projection beside the gate), directly or through its bias.
 std::optional<size_t> productBehind(const Network& network, const GraphIndex& index, const std::string& tensor) {
   auto at = index.producer(tensor);
-  if (at && isOp(index.layer(*at), "Add")) {
+  if (at && isOp(index.layer(*at), "Add") && index.layer(*at).inputs.size() == 2) {
     const Layer& add = index.layer(*at);
-    for (size_t i = 0; i < 2 && add.inputs.size() == 2; ++i)
-      if (constantValue(network, add.inputs[1 - i])) at = index.producer(add.inputs[i]);
+    const bool biasFirst = constantValue(network, add.inputs[0]) != nullptr;
+    if (biasFirst || constantValue(network, add.inputs[1])) at = index.producer(add.inputs[biasFirst ? 1 : 0]);
   }
   if (at && isLinear(network, index.layer(*at))) return at;
   return std::nullopt;
