@@ -1,9 +1,11 @@
 // kiln build MODEL --save PLAN [precision flags] [shape profiles] [--opt-level N] ...: builds an
-// optimised engine and saves it as a plan (trtexec's conventions in Kiln's spelling).
+// optimised engine and saves it as a plan (trtexec's conventions in Kiln's spelling). With
+// --tensor-parallel N it builds one plan a rank (rank_plans.h names them) and writes all or none.
 #include "commands.h"
 #include "build_progress.h"
 #include "console.h"
 #include "precision_options.h"
+#include "rank_plans.h"
 #include "shape_specs.h"
 
 #include <kiln/builder.h>
@@ -11,6 +13,7 @@
 #include <kiln/onnx_importer.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -30,6 +33,7 @@ struct BuildOptions {
   bool int4Weights = false;
   int64_t int4GroupSize = 128;
   bool int4GroupSizeGiven = false;
+  int tensorParallel = 1;
   std::vector<std::string> minShapes, optShapes, maxShapes, profiles;
 };
 
@@ -148,6 +152,21 @@ void printTacticCandidates(const BuildReport& report) {
   }
 }
 
+// Writes every file or none: a failure part-way removes the ones already written.
+void writeAll(const std::vector<std::pair<std::string, std::vector<uint8_t>>>& files) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    try {
+      writeFileAtomically(files[i].first, files[i].second);
+    } catch (const Error&) {
+      std::error_code ec;
+      for (size_t j = 0; j < i; ++j) std::filesystem::remove(files[j].first, ec);
+      throw;
+    }
+  }
+}
+
+void printSummary(const BuildOptions& o, const BuilderConfig& config, const BuildReport& r);
+
 void runBuild(const BuildOptions& o) {
   BuilderConfig config;
   applyPrecisionOptions(o.precision, config);
@@ -163,37 +182,66 @@ void runBuild(const BuildOptions& o) {
   config.disabledTacticSources = parseTacticSources(o.tacticSources);
   config.tacticLockPath = o.tacticLock;
   config.profiles = parseProfiles(o);
+  const int ranks = o.tensorParallel;
+  if (ranks < 1)
+    throw Error(ErrorCode::kInvalidArgument, "--tensor-parallel must be 1 or more, got " + std::to_string(ranks));
   auto network = OnnxImporter().importFile(o.modelPath);
   StderrLogger logger;
   if (config.profiles.empty())
     if (auto profile = defaultProfile(*network, logger)) config.profiles.push_back(std::move(*profile));
-  BuildResult result;
+  // Rank r's files: the plan, the report and the tactic lock (each rank's layers differ) get a suffix.
+  auto fileOf = [&](const std::string& path, int rank) {
+    return ranks > 1 && !path.empty() ? rankPath(path, rank) : path;
+  };
+  std::vector<BuildResult> results;
   {
     InterruptHandler interrupts;
     BuildProgressPrinter progress;
-    try {
-      result = Builder(logger).build(*network, config, &progress);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kCancelled) throw;
-      const BuildProgress& at = progress.last();
-      throw Error(ErrorCode::kCancelled,
-                  "build interrupted during " + at.phase + (at.layer.empty() ? "" : " at layer '" + at.layer + "'") +
-                      "; nothing was written (no plan, timing cache or tactic lock)");
+    for (int rank = 0; rank < ranks; ++rank) {
+      config.tensorParallelSize = ranks;
+      config.tensorParallelRank = rank;
+      config.tacticLockPath = fileOf(o.tacticLock, rank);
+      try {
+        results.push_back(Builder(logger).build(*network, config, &progress));
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kCancelled) throw;
+        const BuildProgress& at = progress.last();
+        throw Error(ErrorCode::kCancelled, "build interrupted during " + at.phase +
+                                               (at.layer.empty() ? "" : " at layer '" + at.layer + "'") +
+                                               "; nothing was written (no plan, timing cache or tactic lock)");
+      }
     }
   }
-  writeFileAtomically(o.planPath, result.plan);
-  if (!o.reportPath.empty()) {
-    std::string json = result.report.toJson();
-    writeFileAtomically(o.reportPath, std::vector<uint8_t>(json.begin(), json.end()));
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> files;
+  for (int rank = 0; rank < ranks; ++rank) {
+    files.emplace_back(fileOf(o.planPath, rank), std::move(results[size_t(rank)].plan));
+    if (o.reportPath.empty()) continue;
+    const std::string json = results[size_t(rank)].report.toJson();
+    files.emplace_back(fileOf(o.reportPath, rank), std::vector<uint8_t>(json.begin(), json.end()));
   }
-  const BuildReport& r = result.report;
-  std::cout << "built " << o.planPath << " (" << result.plan.size() << " bytes) in " << std::fixed << std::setprecision(0)
-            << r.buildMilliseconds << " ms\n"
-            << "  " << r.onnxNodeCount << " ONNX nodes -> " << r.layers.size() << " engine layers on " << r.backend << "\n";
-  for (const auto& pass : r.passes)
-    if (!pass.changes.empty())
-      std::cout << "  pass " << std::left << std::setw(22) << pass.name << pass.layersBefore << " -> " << pass.layersAfter
-                << " layers (" << pass.changes.size() << " changes)\n";
+  writeAll(files);
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string plan = fileOf(o.planPath, rank);
+    const auto written = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.first == plan; });
+    std::cout << "built " << plan << " (" << written->second.size() << " bytes) in " << std::fixed
+              << std::setprecision(0) << results[size_t(rank)].report.buildMilliseconds << " ms"
+              << (ranks > 1 ? " (tensor-parallel rank " + std::to_string(rank) + " of " + std::to_string(ranks) + ")"
+                            : std::string())
+              << "\n";
+  }
+  printSummary(o, config, results[0].report);  // rank 0's: the ranks differ only in their shares
+}
+
+void printSummary(const BuildOptions& o, const BuilderConfig& config, const BuildReport& r) {
+  std::cout << "  " << r.onnxNodeCount << " ONNX nodes -> " << r.layers.size() << " engine layers on " << r.backend
+            << "\n";
+  for (const auto& pass : r.passes) {
+    if (pass.changes.empty()) continue;
+    std::cout << "  pass " << std::left << std::setw(22) << pass.name << pass.layersBefore << " -> " << pass.layersAfter
+              << " layers (" << pass.changes.size() << " changes)\n";
+    if (pass.name == "TensorParallelSplit")  // which blocks were split is the point of the build
+      for (const auto& change : pass.changes) std::cout << "    " << change << "\n";
+  }
   if (!config.layerPrecisions.empty())
     std::cout << "  " << config.layerPrecisions.size() << " layer precision constraint(s) held\n";
   std::cout << "  activations: " << r.peakActivationBytes << " bytes peak (" << r.naiveActivationBytes
@@ -279,6 +327,9 @@ Command addBuildCommand(CLI::App& app) {
   sub->add_option("--export-report", o->reportPath,
                   "Write the build report (passes, layers with every tactic candidate's time, memory) as JSON");
   sub->add_flag("--verbose", o->verbose, "Print every layer's tactic candidates, their times and the choice");
+  sub->add_option("--tensor-parallel", o->tensorParallel,
+                  "Split the transformer blocks (attention heads, MLP width) over N ranks and write one plan a rank: "
+                  "PLAN with .rank0 ... .rank<N-1> before its extension (run them with --ranks N)");
   return {sub, [o] { runBuild(*o); }};
 }
 

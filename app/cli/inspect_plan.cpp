@@ -46,6 +46,9 @@ void inspectPlan(const std::string& path, bool json) {
             << "format version " << info.formatVersion << ", built by Kiln " << info.kilnVersion << " for "
             << info.backend << " (" << info.deviceName << ")\n"
             << "build flags: " << info.buildFlags << "\n";
+  if (info.worldSize > 1)
+    std::cout << "tensor parallel: rank " << info.rank << " of " << info.worldSize
+              << " (run every rank with kiln run/profile --ranks " << info.worldSize << ")\n";
   for (const auto& t : engine->ioTensors())
     std::cout << (t.isInput ? "input  " : "output ") << t.name << "  " << toString(t.dtype) << " " << t.shape.toString()
               << "  (" << engine->tensorMemorySpace(t.name) << " memory)\n";

@@ -1,13 +1,16 @@
 // kiln profile PLAN: how fast an engine runs, as trtexec reports it: throughput and latency
 // percentiles over a timed period (copies in, compute and copies out timed apart with the
 // backend's events; several streams at once with --streams), then per-layer times from a separate
-// profiled pass, slowest first; --export-profile saves it all for Kiln Studio.
+// profiled pass, slowest first; --export-profile saves it all for Kiln Studio. With --ranks N, the N
+// plans of a tensor-parallel build run in lock step, one thread a rank: the latency of a step (all
+// ranks) and of each rank.
 #include "artifact.h"
 #include "commands.h"
 #include "run_inputs.h"
 
 #include <kiln/builder.h>
 #include <kiln/error.h>
+#include <kiln/multi_rank.h>
 #include <kiln/performance.h>
 
 #include <algorithm>
@@ -22,6 +25,7 @@ struct ProfileOptions {
   InputRequest inputs;
   PerformanceOptions performance;
   bool noDataTransfers = false;
+  int ranks = 1;
 };
 
 void printStats(const char* what, const LatencyStats& s) {
@@ -30,8 +34,24 @@ void printStats(const char* what, const LatencyStats& s) {
             << s.p90 << ", p95 " << s.p95 << ", p99 " << s.p99 << " ms\n";
 }
 
+void profileRanks(const ProfileOptions& o, const Artifact& plan, const std::map<std::string, HostTensor>& inputs) {
+  if (!o.exportPath.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--export-profile does not take --ranks yet; leave one of them out");
+  const RankPerformanceReport report = measureRankPerformance(plan.ranks, inputs, o.performance);
+  std::cout << "engine: " << report.plan.backend << " (" << report.plan.deviceName << "), " << report.ranks
+            << " tensor-parallel ranks, inputs " << report.inputShapes << "\n"
+            << "timed " << report.steps << " steps (each runs every rank once) in " << std::fixed
+            << std::setprecision(3) << report.wallSeconds << " s\n"
+            << "throughput: " << std::setprecision(1) << report.throughput << " runs/s\n";
+  printStats("latency:", report.latency);
+  for (size_t r = 0; r < report.perRank.size(); ++r)
+    printStats(("rank " + std::to_string(r) + ":").c_str(), report.perRank[r]);
+  std::cout << "(latency: a step from the first rank's start to the last rank's end; per-layer times are not "
+               "measured with --ranks)\n";
+}
+
 void runProfile(ProfileOptions o) {
-  Artifact plan = loadArtifact(o.planPath);
+  Artifact plan = loadArtifact(o.planPath, o.ranks);
   if (!plan.isPlan())
     throw Error(ErrorCode::kInvalidArgument, "'" + o.planPath + "' is not a plan; build one first with `kiln build MODEL --save PLAN`");
   std::map<std::string, Value> values;
@@ -39,6 +59,7 @@ void runProfile(ProfileOptions o) {
   request.defaultShapes = plan.defaultShapes;
   for (auto& input : prepareInputs(*plan.network, request)) values[input.name] = std::move(input.value);
   o.performance.dataTransfers = !o.noDataTransfers;
+  if (o.ranks > 1) return profileRanks(o, plan, tensorInputs(values));
   const PerformanceReport report = measurePerformance(*plan.engine, tensorInputs(values), o.performance);
   std::cout << "engine: " << report.plan.backend << " (" << report.plan.deviceName << "), inputs " << report.inputShapes
             << "\n"
@@ -89,6 +110,9 @@ Command addProfileCommand(CLI::App& app) {
   sub->add_flag("--cuda-graph", o->performance.cudaGraph, "Replay each context's launches as a CUDA graph");
   sub->add_option("--layer-runs", o->performance.layerProfileRuns, "Profiled runs for per-layer times (default 20, 0: none)");
   sub->add_option("--export-profile", o->exportPath, "Write the measurements as JSON (kiln-profile-1) for Kiln Studio");
+  sub->add_option("--ranks", o->ranks,
+                  "Time the N plans of `kiln build --tensor-parallel N --save PLAN` as N ranks (one thread each on "
+                  "the CPU): per step and per rank");
   return {sub, [o] { runProfile(*o); }};
 }
 

@@ -1,5 +1,7 @@
 // kiln run MODEL [--input NAME=FILE]... [--shapes NAME:DIMS,...] [--output-dir DIR] [--seed N]:
 // runs a model on the CPU reference backend and summarizes (and optionally saves) its outputs.
+// kiln run PLAN --ranks N runs the N rank plans of a tensor-parallel build, one thread a rank, and
+// saves rank 0's outputs (every rank holds the same).
 #include "artifact.h"
 #include "commands.h"
 #include "run_inputs.h"
@@ -23,6 +25,7 @@ struct RunOptions {
   std::string modelPath;
   InputRequest inputs;
   std::string outputDir;
+  int ranks = 1;
 };
 
 struct OutputFile {
@@ -108,7 +111,7 @@ void writeAll(const std::vector<OutputFile>& files, const std::string& dir) {
 }
 
 void runModel(const RunOptions& options) {
-  Artifact artifact = loadArtifact(options.modelPath);
+  Artifact artifact = loadArtifact(options.modelPath, options.ranks);
   const std::shared_ptr<Network>& net = artifact.network;
   InputRequest request = options.inputs;
   request.defaultShapes = artifact.defaultShapes;
@@ -166,6 +169,9 @@ Command addRunCommand(CLI::App& app) {
                   "Save each output as DIR/<output name>.npy (unsafe characters become '_'); without it outputs are "
                   "only summarized");
   sub->add_option("--seed", options->inputs.seed, "Seed of the random inputs (default 0)");
+  sub->add_option("--ranks", options->ranks,
+                  "Run the N plans of `kiln build --tensor-parallel N --save PLAN` (PLAN.rank0 ... on the CPU, one "
+                  "thread a rank); outputs are rank 0's");
   return {sub, [options] { runModel(*options); }};
 }
 

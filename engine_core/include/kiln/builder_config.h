@@ -113,6 +113,13 @@ struct BuilderConfig {
   // along K; activations stay float. Small weights and layers the backend cannot run stay float.
   bool int4Weights = false;
   int64_t int4GroupSize = 128;
+  // Tensor parallelism (Megatron-LM's split of transformers): the network is cut for rank
+  // tensorParallelRank of tensorParallelSize before the graph passes, each attention block keeping
+  // 1/N of its heads and each MLP 1/N of its width, a kiln.AllReduce completing each block's
+  // output; the rest is replicated. The plan records both (PlanInfo) and runs with a communicator
+  // of that many ranks. 1: the whole model. Not with calibrated INT8 / FP8 / FP4 yet.
+  int tensorParallelSize = 1;
+  int tensorParallelRank = 0;
 
   // The lowest precision the config allows for activations between layers.
   Precision storagePrecision() const;

@@ -75,4 +75,11 @@ bool reducible(DataType type);
 std::vector<std::shared_ptr<Communicator>> createInProcessCommunicators(
     int worldSize, std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+// The communicators for `worldSize` ranks of engines built for `backend` (PlanInfo::backend), one
+// rank a thread of this process: the in-process group for the CPU backends, whose collective steps
+// read host memory. This is where a device communicator plugs in (NCCL for CUDA plans); a backend
+// without one is refused with kiln::Error(kUnsupported) saying so.
+std::vector<std::shared_ptr<Communicator>> createCommunicators(
+    const std::string& backend, int worldSize, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
 }  // namespace kiln

@@ -26,6 +26,10 @@ class Profiler {
 struct PlanInfo {
   uint32_t formatVersion = 0;
   std::string kilnVersion, backend, deviceName, computeCapability, buildFlags;
+  // Tensor parallelism: the plan is rank `rank` of a model split over `worldSize` ranks
+  // (BuilderConfig::tensorParallelSize); 1 and 0 for a whole model.
+  int worldSize = 1;
+  int rank = 0;
 };
 
 struct IOTensorInfo {

@@ -161,6 +161,20 @@ void chooseFormats(const Network& network, const Backend& backend, std::vector<P
   }
 }
 
+void checkTensorParallelOptions(const BuilderConfig& c) {
+  const int n = c.tensorParallelSize;
+  if (n < 1 || c.tensorParallelRank < 0 || c.tensorParallelRank >= n)
+    throw Error(ErrorCode::kInvalidArgument, "tensor-parallel rank " + std::to_string(c.tensorParallelRank) + " of " +
+                                                 std::to_string(n) +
+                                                 " ranks: the size must be 1 or more and the rank "
+                                                 "between 0 and size - 1");
+  // Calibration runs the network on one CPU engine, which a split network's AllReduce layers stop.
+  if (n > 1 && (c.allowINT8 || c.allowFP8 || c.allowFP4))
+    throw Error(ErrorCode::kUnsupported,
+                "tensor-parallel builds do not calibrate INT8 / FP8 / FP4 yet; build them in fp32 / fp16 / bf16 "
+                "(int4 weights work)");
+}
+
 }  // namespace
 
 std::string backendUnavailableReason(BackendKind backend) {
@@ -182,6 +196,7 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
     throw Error(ErrorCode::kInvalidArgument, "optimization level " + std::to_string(config.optimizationLevel) +
                                                  " is outside 0-5");
   checkInt4Options(config);
+  checkTensorParallelOptions(config);
   auto network = std::make_shared<Network>(input);
   network->validate();
   network->inferShapes();
@@ -197,6 +212,12 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   passContext.optimizationLevel = config.optimizationLevel;
   passContext.halfPrecision = config.allowFP16 || config.allowBF16;
   passContext.backendSupports = [&](const Layer& l) { return engineBackend->supports(l, Precision::kFP32).supported; };
+  if (config.tensorParallelSize > 1) {  // on the exporter's graph, before fusions change it
+    for (PassRecord& pass : PassManager::tensorParallelSplit(config.tensorParallelSize, config.tensorParallelRank)
+                                .run(*network, passContext))
+      report.passes.push_back(std::move(pass));
+    collective::checkWorldSizes(*network);
+  }
   // layer -> why it stays float (not int8, not int4)
   std::map<std::string, std::string> keptFloat = lowerMatMulNBits(*network, config, *engineBackend, report);
   for (PassRecord& pass : PassManager::standard(config.optimizationLevel).run(*network, passContext))
@@ -373,6 +394,8 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
   DeviceInfo device = engineBackend->device();
   plan.info = {kPlanFormatVersion, KILN_VERSION, report.backend, device.name, device.computeCapability,
                buildFlags(config)};
+  plan.info.worldSize = config.tensorParallelSize;
+  plan.info.rank = config.tensorParallelRank;
   plan.network = network;
   plan.profiles = config.profiles;
   report.buildMilliseconds =

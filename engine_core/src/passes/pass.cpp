@@ -62,4 +62,13 @@ PassManager PassManager::standard(int optimizationLevel) {
   return manager;
 }
 
+PassManager PassManager::tensorParallelSplit(int worldSize, int rank) {
+  PassManager manager;
+  manager.add(createFoldConstantsPass());
+  manager.add(createRemoveNoopsPass());
+  manager.add(createEliminateDeadCodePass());
+  manager.add(createTensorParallelSplitPass(worldSize, rank));
+  return manager;
+}
+
 }  // namespace kiln

@@ -48,6 +48,9 @@ class PassManager {
   std::vector<PassRecord> run(Network& network, PassContext& context) const;
   // The passes Kiln runs at an optimisation level (0 = none).
   static PassManager standard(int optimizationLevel);
+  // The tensor-parallel split for one rank, after the clean-up it needs (constants folded, no-ops
+  // and dead layers gone); the builder runs it before `standard`.
+  static PassManager tensorParallelSplit(int worldSize, int rank);
 
  private:
   std::vector<std::unique_ptr<Pass>> passes_;

@@ -40,5 +40,8 @@ std::unique_ptr<Pass> createFuseAttentionPass();
 std::unique_ptr<Pass> createFoldAttentionOutputLayoutPass();
 // kiln.Attention whose Q, K, V are re-indexed slices of one [..., L, 3, H, D] tensor -> reads it in place.
 std::unique_ptr<Pass> createPackAttentionInputsPass();
+// Tensor parallelism: rank `rank` of `worldSize` keeps its share of every attention block's heads
+// and MLP width, a kiln.AllReduce after each block (tensor_parallel_split.cpp).
+std::unique_ptr<Pass> createTensorParallelSplitPass(int worldSize, int rank);
 
 }  // namespace kiln

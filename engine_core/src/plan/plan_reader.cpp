@@ -222,6 +222,10 @@ std::shared_ptr<EnginePlan> readPlan(const std::vector<uint8_t>& bytes) {
   d->info.deviceName = str(plan->device_name());
   d->info.computeCapability = str(plan->compute_capability());
   d->info.buildFlags = str(plan->build_flags());
+  d->info.worldSize = plan->world_size();
+  d->info.rank = plan->rank();
+  if (d->info.worldSize < 1 || d->info.rank < 0 || d->info.rank >= d->info.worldSize)
+    corrupt("it says it is rank " + std::to_string(d->info.rank) + " of " + std::to_string(d->info.worldSize));
   PlanDeserializer reader(bytes.data() + h.weightsOffset, h.weightsBytes);
   d->network = reader.graph(plan->graph(), &d->layers);
   if (plan->profiles())

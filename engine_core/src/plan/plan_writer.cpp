@@ -168,7 +168,7 @@ std::vector<uint8_t> writePlan(const EnginePlan& d) {
                              fbb.CreateString(d.info.deviceName), fbb.CreateString(d.info.computeCapability),
                              fbb.CreateString(d.info.buildFlags), graph, fbb.CreateVector(profiles),
                              fbb.CreateVector(placements), fbb.CreateVector(memory),
-                             fbb.CreateString(d.report.toJson(-1)));
+                             fbb.CreateString(d.report.toJson(-1)), d.info.worldSize, d.info.rank);
   fbb.Finish(root);
 
   PlanHeader header{};

@@ -41,6 +41,7 @@ std::string Engine::inspectJson() const {
   j["plan"] = {{"format_version", d.info.formatVersion}, {"kiln_version", d.info.kilnVersion},
                {"backend", d.info.backend},            {"device", d.info.deviceName},
                {"compute_capability", d.info.computeCapability}, {"build_flags", d.info.buildFlags}};
+  if (d.info.worldSize > 1) j["plan"]["tensor_parallel"] = {{"world_size", d.info.worldSize}, {"rank", d.info.rank}};
   json profiles = json::array();
   for (const auto& p : d.profiles) {
     json pj = json::object();
