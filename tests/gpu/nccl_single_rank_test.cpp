@@ -30,16 +30,18 @@ using namespace kiln::test;
 namespace {
 
 // One rank on the current GPU for the whole file (joining costs a few hundred ms), its id passed
-// by file.
+// by file. Never destroyed: finalizing NCCL while the process exits, after the CUDA runtime's own
+// teardown may have run, is not safe.
 std::shared_ptr<Communicator> singleRank() {
-  static const std::shared_ptr<Communicator> rank = [] {
+  static const auto* rank = [] {
     int device = 0;
     cudaGetDevice(&device);
     const std::string idFile =
         (std::filesystem::temp_directory_path() / ("kiln_nccl_single_" + std::to_string(getpid()))).string();
-    return createNcclCommunicator(0, 1, NcclIdSource::file(idFile), device, std::chrono::seconds(60));
+    return new std::shared_ptr<Communicator>(
+        createNcclCommunicator(0, 1, NcclIdSource::file(idFile), device, std::chrono::seconds(60)));
   }();
-  return rank;
+  return *rank;
 }
 
 // Device memory for the direct calls.
