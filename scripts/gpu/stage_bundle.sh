@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds Kiln's GPU programs here (CUDA on, sm_90 + PTX) and stages a small bundle for the GPU
 # machine as stage/gpu.tar.xz: stripped binaries in bin/ with RPATH $ORIGIN/../lib, the engine, the
-# CUDA backend module and the shared libraries the GPU machine lacks (oneDNN, OpenBLAS, ONNX,
-# protobuf, ...) in lib/, and in data/ the ONNX test data, the real models and speech the tests
-# read there (it has no network and no espeak-ng). The device tool carries stage/ (git ignores it);
-# scripts/gpu/run_on_gpu.sh unpacks and runs it there.
+# CUDA backend and NCCL communicator modules and the shared libraries the GPU machine lacks (oneDNN,
+# OpenBLAS, ONNX, protobuf, ...) in lib/, and in data/ the ONNX test data, the real models and
+# speech the tests read there (it has no network and no espeak-ng). The device tool carries stage/
+# (git ignores it); scripts/gpu/run_on_gpu.sh unpacks and runs it there.
 #
 #   scripts/gpu/stage_bundle.sh
 set -euo pipefail
@@ -14,6 +14,11 @@ programs=(kiln kiln_cuda_tests kiln_gpu_tests kiln_models_tests kiln_onnx_node_t
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 [[ -f build/default/build.ninja ]] || cmake --preset default >/dev/null
 cmake --build --preset default --target "${programs[@]}" kiln_cuda_backend
+modules=(kiln_cuda_backend)
+if grep -q 'libkiln_nccl\.so' build/default/build.ninja; then  # where CMake found NCCL
+  cmake --build --preset default --target kiln_nccl
+  modules+=(kiln_nccl)
+fi
 
 stage="$root/stage/gpu"
 rm -rf "$stage"
@@ -23,11 +28,11 @@ for program in "${programs[@]}"; do
   [[ -n "$binary" ]] || { echo "stage_bundle: no binary for $program" >&2; exit 1; }
   cp "$binary" "$stage/bin/"
 done
-cp build/default/engine_core/libkiln_cuda_backend.so "$stage/lib/"
+for module in "${modules[@]}"; do cp "build/default/engine_core/lib$module.so" "$stage/lib/"; done
 # Libraries from Debian that an Ubuntu 24.04 machine with CUDA does not have (or has in another
 # version); the C/C++ runtime and CUDA's own libraries are there already.
 skip='^(linux-vdso|libc\.|libm\.|libdl\.|librt\.|libpthread\.|ld-linux|libstdc\+\+|libgcc_s|libcuda\.|libcudart|libcublas|libcudnn|libnvrtc|libnccl)'
-for binary in "$stage"/bin/* "$stage"/lib/libkiln_cuda_backend.so; do
+for binary in "$stage"/bin/* "$stage"/lib/libkiln_*.so; do
   ldd "$binary" | awk '/=> \//{print $1, $3}' | while read -r name path; do
     [[ "$name" =~ $skip ]] && continue
     [[ -e "$stage/lib/$name" ]] || cp -L "$path" "$stage/lib/$name"

@@ -8,85 +8,28 @@
 #include <kiln/error.h>
 #include <kiln/runtime.h>
 
+#include "common/collective_cases.h"
 #include "common/test_models.h"
 #include "plan/engine_plan.h"
-#include "runtime/precision_convert.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
-#include <random>
 #include <thread>
 
 using namespace kiln;
 
 namespace {
 
-using Attrs = std::map<std::string, Attribute>;
-
-// x -> kiln.<op> -> y, with `world_size` and the other attributes given.
-Network collectiveNetwork(const std::string& op, DataType type, std::vector<int64_t> dims, int64_t worldSize,
-                          Attrs attrs = {}) {
-  Network net;
-  net.addInput("x", type, Shape::fromDims(dims));
-  Layer layer;
-  layer.name = op + "_layer";
-  layer.opType = op;
-  layer.domain = "kiln";
-  layer.opsetVersion = 1;
-  layer.inputs = {"x"};
-  layer.outputs = {"y"};
-  layer.attributes = std::move(attrs);
-  layer.attributes["world_size"] = worldSize;
-  net.addTensor("y");
-  net.addLayer(layer);
-  net.markOutput("y");
-  return net;
-}
+using Attrs = test::CollectiveAttrs;
+using test::collectiveNetwork;
+using Case = test::CollectiveCase;
+const auto& rankInput = test::collectiveRankInput;
+const auto& valuesOf = test::collectiveValues;
+const auto& expectClose = test::expectCollectiveClose;
 
 std::vector<uint8_t> buildPlan(const Network& net) { return Builder().build(net, BuilderConfig{}).plan; }
-
-// Random non-zero inputs per rank: floats in [0.5, 1.5) (products stay tame) with random signs,
-// integers in [-9, 9] without zero.
-HostTensor rankInput(DataType type, const std::vector<int64_t>& dims, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const int64_t n = elementCount(dims);
-  if (type == DataType::kInt32 || type == DataType::kInt64) {
-    std::uniform_int_distribution<int> dist(1, 9);
-    std::vector<int64_t> v(static_cast<size_t>(n));
-    for (auto& x : v) x = (rng() & 1 ? 1 : -1) * dist(rng);
-    if (type == DataType::kInt64) return HostTensor::fromVector<int64_t>(dims, v);
-    return HostTensor::fromVector<int32_t>(dims, std::vector<int32_t>(v.begin(), v.end()));
-  }
-  std::uniform_real_distribution<float> dist(0.5f, 1.5f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = (rng() & 1 ? 1.0f : -1.0f) * dist(rng);
-  HostTensor wide = HostTensor::fromVector<float>(dims, v);
-  if (type == DataType::kFloat32) return wide;
-  HostTensor narrow(type, dims);
-  convertFloatStorage(DataType::kFloat32, wide.rawData(), type, narrow.rawData(), n);
-  return narrow;
-}
-
-// Values as doubles (fp16 / bf16 widened exactly).
-std::vector<double> valuesOf(const HostTensor& t) {
-  std::vector<double> out(static_cast<size_t>(t.elementCount()));
-  switch (t.dtype()) {
-    case DataType::kInt32:
-      std::copy(t.data<int32_t>(), t.data<int32_t>() + out.size(), out.begin());
-      break;
-    case DataType::kInt64:
-      std::copy(t.data<int64_t>(), t.data<int64_t>() + out.size(), out.begin());
-      break;
-    default: {
-      std::vector<float> wide(out.size());
-      convertFloatStorage(t.dtype(), t.rawData(), DataType::kFloat32, wide.data(), t.elementCount());
-      std::copy(wide.begin(), wide.end(), out.begin());
-    }
-  }
-  return out;
-}
 
 // Runs `plan` on `ranks` threads, rank r with inputs[r]; returns each rank's y (or rethrows the
 // first rank's error). `before` runs on each rank's thread before its run (to stall one).
@@ -116,151 +59,23 @@ std::vector<HostTensor> runRanks(const std::vector<uint8_t>& plan, const std::ve
   return outputs;
 }
 
-double combine(double a, double b, const std::string& op) {
-  if (op == "sum") return a + b;
-  if (op == "prod") return a * b;
-  if (op == "max") return std::max(a, b);
-  return std::min(a, b);
-}
-
-// Element-wise reduction over ranks in rank order.
-std::vector<double> reduceRanks(const std::vector<std::vector<double>>& x, const std::string& op) {
-  std::vector<double> out = x[0];
-  for (size_t r = 1; r < x.size(); ++r)
-    for (size_t i = 0; i < out.size(); ++i) out[i] = combine(out[i], x[r][i], op);
-  return out;
-}
-
-struct AxisSplit {
-  int64_t outer = 1, rows = 1, inner = 1;
-};
-AxisSplit splitAt(const std::vector<int64_t>& dims, size_t axis) {
-  AxisSplit s;
-  for (size_t d = 0; d < axis; ++d) s.outer *= dims[d];
-  s.rows = dims[axis];
-  for (size_t d = axis + 1; d < dims.size(); ++d) s.inner *= dims[d];
-  return s;
-}
-
-// The element of x [outer, rows, inner] at (o, row, i).
-double at(const std::vector<double>& x, const AxisSplit& s, int64_t o, int64_t row, int64_t i) {
-  return x[size_t((o * s.rows + row) * s.inner + i)];
-}
-
-// Whether `got` equals `want` within the storage type's rounding of the result.
-void expectClose(const std::vector<double>& got, const std::vector<double>& want, DataType type,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  const double rtol = type == DataType::kFloat16    ? 2e-3
-                      : type == DataType::kBFloat16 ? 1e-2
-                      : type == DataType::kFloat32  ? 1e-6
-                                                    : 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_LE(std::abs(got[i] - want[i]), rtol * std::abs(want[i]) + (rtol ? 1e-6 : 0))
-        << what << " element " << i << ": got " << got[i] << ", want " << want[i];
-}
-
-struct Case {
-  std::string op;
-  std::vector<int64_t> dims;
-  Attrs attrs;
-};
-
-// Every rank's expected output for `c` given all ranks' inputs.
-std::vector<std::vector<double>> expected(const Case& c, const std::vector<std::vector<double>>& x) {
-  const int64_t n = int64_t(x.size());
-  const std::string reduction = c.attrs.count("reduction") ? *c.attrs.at("reduction").get<std::string>() : "sum";
-  const int64_t root = c.attrs.count("root") ? *c.attrs.at("root").get<int64_t>() : 0;
-  int64_t axis = c.attrs.count("axis") ? *c.attrs.at("axis").get<int64_t>() : 0;
-  if (axis < 0) axis += int64_t(c.dims.size());
-  const AxisSplit s = splitAt(c.dims, size_t(axis));
-  std::vector<std::vector<double>> out(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) {
-    std::vector<double>& y = out[size_t(r)];
-    if (c.op == "AllReduce") y = reduceRanks(x, reduction);
-    if (c.op == "Broadcast") y = x[size_t(root)];
-    if (c.op == "Reduce") y = r == root ? reduceRanks(x, reduction) : x[size_t(r)];
-    if (c.op == "Gather" && r != root) y.assign(x[0].size() * size_t(n), 0.0);
-    if (c.op == "AllGather" || (c.op == "Gather" && r == root))  // [outer, n · rows, inner]: rank q's rows at q · rows
-      for (int64_t o = 0; o < s.outer; ++o)
-        for (int64_t q = 0; q < n; ++q)
-          for (int64_t row = 0; row < s.rows; ++row)
-            for (int64_t i = 0; i < s.inner; ++i) y.push_back(at(x[size_t(q)], s, o, row, i));
-    if (c.op == "ReduceScatter" || c.op == "Scatter") {  // slice r (rows/n of them) of the reduction / root's X
-      const std::vector<double> all = c.op == "Scatter" ? x[size_t(root)] : reduceRanks(x, reduction);
-      const int64_t rows = s.rows / n;
-      for (int64_t o = 0; o < s.outer; ++o)
-        for (int64_t row = r * rows; row < (r + 1) * rows; ++row)
-          for (int64_t i = 0; i < s.inner; ++i) y.push_back(at(all, s, o, row, i));
-    }
-    if (c.op == "AllToAll") {  // slice q of the output is rank q's slice r
-      const int64_t rows = s.rows / n;
-      y.resize(x[0].size());
-      for (int64_t o = 0; o < s.outer; ++o)
-        for (int64_t q = 0; q < n; ++q)
-          for (int64_t row = 0; row < rows; ++row)
-            for (int64_t i = 0; i < s.inner; ++i)
-              y[size_t((o * s.rows + q * rows + row) * s.inner + i)] = at(x[size_t(q)], s, o, r * rows + row, i);
-    }
-  }
-  return out;
-}
-
-// Dims whose axis 1 holds `ranks` slices of 3 rows (odd sizes around it).
-std::vector<int64_t> splittable(int ranks) { return {3, 3 * ranks, 5}; }
-
-std::vector<Case> casesFor(int ranks) {
-  const auto d = splittable(ranks);
-  return {
-      {"AllReduce", {7, 5}, {{"reduction", std::string("sum")}}},
-      {"AllReduce", {13}, {{"reduction", std::string("max")}}},
-      {"AllReduce", {2, 3, 5}, {{"reduction", std::string("min")}}},
-      {"AllReduce", {11}, {{"reduction", std::string("prod")}}},
-      {"AllGather", {3, 5}, {{"axis", int64_t(0)}}},
-      {"AllGather", {3, 2, 5}, {{"axis", int64_t(1)}}},
-      {"AllGather", {3, 5}, {{"axis", int64_t(-1)}}},
-      {"ReduceScatter", {3 * ranks, 7}, {{"axis", int64_t(0)}}},
-      {"ReduceScatter", d, {{"axis", int64_t(1)}, {"reduction", std::string("max")}}},
-      {"Broadcast", {5, 3}, {{"root", int64_t(ranks - 1)}}},
-      {"Reduce", {9}, {{"root", int64_t(ranks / 2)}, {"reduction", std::string("sum")}}},
-      {"AllToAll", {3 * ranks, 5}, {{"axis", int64_t(0)}}},
-      {"AllToAll", d, {{"axis", int64_t(1)}}},
-      {"Gather", {3, 2, 5}, {{"axis", int64_t(1)}, {"root", int64_t(ranks - 1)}}},
-      {"Gather", {7}, {{"root", int64_t(0)}}},
-      {"Scatter", d, {{"axis", int64_t(-2)}, {"root", int64_t(ranks / 2)}}},
-      {"Scatter", {3 * ranks, 2}, {{"root", int64_t(ranks - 1)}}},
-  };
-}
-
 void checkCase(const Case& c, DataType type, int ranks) {
-  const std::string what = c.op + " " + std::string(toString(type)) + " on " + std::to_string(ranks) + " ranks, dims " +
-                           dimsToString(c.dims);
-  const auto plan = buildPlan(collectiveNetwork(c.op, type, c.dims, ranks, c.attrs));
-  std::vector<HostTensor> inputs;
-  std::vector<std::vector<double>> values;
-  for (int r = 0; r < ranks; ++r) {
-    inputs.push_back(rankInput(type, c.dims, uint32_t(1000 * ranks + 17 * r + c.dims.size())));
-    values.push_back(valuesOf(inputs.back()));
-  }
-  const auto outputs = runRanks(plan, inputs);
-  const auto want = expected(c, values);
-  for (int r = 0; r < ranks; ++r) {
-    EXPECT_EQ(outputs[size_t(r)].dtype(), type) << what;
-    expectClose(valuesOf(outputs[size_t(r)]), want[size_t(r)], type, what + ", rank " + std::to_string(r));
-  }
+  test::checkCollectiveCase(
+      c, type, ranks, uint32_t(1000 * ranks), [](const Network& net, DataType) { return buildPlan(net); },
+      [](const std::vector<uint8_t>& plan, const std::vector<HostTensor>& inputs) { return runRanks(plan, inputs); });
 }
 
 }  // namespace
 
 TEST(Collectives, EveryLayerMatchesTheReferenceOnOneToFourRanks) {
   for (int ranks = 1; ranks <= 4; ++ranks)
-    for (const Case& c : casesFor(ranks)) checkCase(c, DataType::kFloat32, ranks);
+    for (const Case& c : test::collectiveCases(ranks)) checkCase(c, DataType::kFloat32, ranks);
 }
 
 TEST(Collectives, NarrowFloatsAndIntegers) {
   for (DataType type : {DataType::kFloat16, DataType::kBFloat16, DataType::kInt32, DataType::kInt64})
     for (int ranks : {2, 3})
-      for (const Case& c : casesFor(ranks)) {
+      for (const Case& c : test::collectiveCases(ranks)) {
         // Products of integers in [-9, 9] stay exact; fp16 / bf16 products of 3 ranks too coarse to compare.
         if (c.attrs.count("reduction") && *c.attrs.at("reduction").get<std::string>() == "prod" &&
             (type == DataType::kFloat16 || type == DataType::kBFloat16))
@@ -419,4 +234,64 @@ TEST(Collectives, BadAttributesFailTheBuildNamingTheLayer) {
   mixed.markOutput("z");
   e = buildError(mixed);
   EXPECT_TRUE(contains(e, "world_size 4") && contains(e, "second")) << e;
+}
+
+namespace {
+
+// A communicator that says it exchanges device buffers (as NCCL's does) and must never be called.
+class DeviceBufferCommunicator : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::chrono::milliseconds timeout() const override { return std::chrono::seconds(1); }
+  std::string describe() const override { return "device rank 0 of 2"; }
+  bool exchangesDeviceBuffers() const override { return true; }
+  void allReduce(const void*, void*, int64_t, DataType, ReduceOp, void*) override { ADD_FAILURE(); }
+  void allGather(const void*, void*, int64_t, DataType, void*) override { ADD_FAILURE(); }
+  void reduceScatter(const void*, void*, int64_t, DataType, ReduceOp, void*) override { ADD_FAILURE(); }
+  void broadcast(const void*, void*, int64_t, DataType, int, void*) override { ADD_FAILURE(); }
+  void reduce(const void*, void*, int64_t, DataType, ReduceOp, int, void*) override { ADD_FAILURE(); }
+  void gather(const void*, void*, int64_t, DataType, int, void*) override { ADD_FAILURE(); }
+  void scatter(const void*, void*, int64_t, DataType, int, void*) override { ADD_FAILURE(); }
+  void allToAll(const void*, void*, int64_t, DataType, void*) override { ADD_FAILURE(); }
+  void abort(const std::string&) override {}
+};
+
+}  // namespace
+
+TEST(Collectives, CpuLayersRefuseACommunicatorOfDeviceBuffers) {
+  auto context =
+      Runtime().load(buildPlan(collectiveNetwork("AllReduce", DataType::kFloat32, {5}, 2)))->createExecutionContext();
+  context->setCommunicator(std::make_shared<DeviceBufferCommunicator>());
+  try {
+    context->run({{"x", rankInput(DataType::kFloat32, {5}, 5)}});
+    FAIL() << "a CPU layer must not hand host memory to a device communicator";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("AllReduce_layer"), std::string::npos) << message;
+    EXPECT_NE(message.find("exchanges device buffers"), std::string::npos) << message;
+  }
+}
+
+TEST(Collectives, DeviceEnginesReportTheirCollectivesAsSynchronising) {
+  // On a device backend the communicator waits for each collective on the host, so the engine
+  // cannot be captured in a CUDA graph; the report names the layer. CPU engines are unaffected.
+  const Network net = collectiveNetwork("AllGather", DataType::kFloat32, {4, 3}, 2, {{"axis", int64_t(1)}});
+  BuilderConfig device;
+  device.backend = BackendKind::kTestDevice;
+  device.strictDevice = true;
+  const BuildResult built = Builder().build(net, device);
+  EXPECT_FALSE(built.report.graphCapturable());
+  EXPECT_EQ(built.report.synchronizingLayers, std::vector<std::string>{"AllGather_layer"});
+  bool warned = false;
+  for (const auto& w : built.report.warnings) warned = warned || w.find("collectives") != std::string::npos;
+  EXPECT_TRUE(warned);
+  EXPECT_TRUE(Builder().build(net, BuilderConfig{}).report.graphCapturable());
+  // It still runs there, on two ranks of the in-process group (the test device hands the CPU
+  // kernels host addresses).
+  std::vector<HostTensor> inputs{rankInput(DataType::kFloat32, {4, 3}, 11), rankInput(DataType::kFloat32, {4, 3}, 12)};
+  const auto outputs = runRanks(built.plan, inputs);
+  const Case c{"AllGather", {4, 3}, {{"axis", int64_t(1)}}};
+  const auto want = test::expectedCollectiveOutputs(c, {valuesOf(inputs[0]), valuesOf(inputs[1])});
+  for (size_t r = 0; r < 2; ++r) expectClose(valuesOf(outputs[r]), want[r], DataType::kFloat32, "test device");
 }

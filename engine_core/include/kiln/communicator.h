@@ -6,10 +6,11 @@
 // layers lay their tensors out in rank-sized blocks first.
 //
 // A rank that never arrives must not hang the others: every call waits at most timeout(), then
-// throws kiln::Error(kRuntimeError) naming the collective, the ranks missing and the timeout.
-// A later NCCL communicator implements this interface over device buffers on a CUDA stream; the
-// in-process one below runs the CPU backend's ranks as threads of one process, so CI tests the
-// layers' logic without GPUs.
+// throws kiln::Error(kRuntimeError) naming the collective, the call, the rank, the timeout and,
+// where the communicator can tell (in-process), the ranks missing.
+// The NCCL communicator (kiln/nccl_communicator.h) implements this interface over device buffers
+// on a CUDA stream; the in-process one below runs the CPU backend's ranks as threads of one
+// process, so CI tests the layers' logic without GPUs.
 #include <kiln/data_type.h>
 
 #include <chrono>
@@ -33,6 +34,9 @@ class Communicator {
   virtual int size() const = 0;
   virtual std::chrono::milliseconds timeout() const = 0;
   virtual std::string describe() const = 0;  // "in-process rank 1 of 4"
+  // Whether its buffers are device memory (NCCL) rather than host memory (the in-process group):
+  // a backend's collective steps refuse a communicator of the other kind.
+  virtual bool exchangesDeviceBuffers() const { return false; }
 
   // `stream` is the backend's native stream (a cudaStream_t) for device communicators; host ones
   // run at once and ignore it. Counts are elements of `type`.

@@ -113,8 +113,8 @@ class ExecutionContext {
   // CUDA graphs: after a warm-up run for the current shapes and addresses, enqueue records the
   // launch once and replays the recording from then on (re-recorded when shapes or addresses
   // change). Throws naming the layers when the engine synchronises inside (data-dependent shapes,
-  // host layers between device ones) or the backend cannot record. Off while a profiler or tensor
-  // observer is set.
+  // host layers between device ones, collectives on the GPU) or the backend cannot record. Off
+  // while a profiler or tensor observer is set.
   void setGraphCapture(bool enabled);
   // The communicator its collective layers (kiln.AllReduce, ...) exchange data through: this
   // rank's member of the group the engine's ranks run in. Throws naming a layer whose world_size

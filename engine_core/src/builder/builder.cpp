@@ -378,16 +378,19 @@ BuildResult Builder::build(const Network& input, const BuilderConfig& config, Bu
       s.precisionReason = kept->second;
     s.dataDependent = p.dataDependentShape;
     report.layers.push_back(std::move(s));
-    // A device engine waits for its stream before a host layer that follows device work.
+    // A device engine waits for its stream before a host layer that follows device work, and at
+    // each collective on the device (the communicator waits for its peers with a deadline).
     const bool onDevice = backends.named(p.backend).memorySpace() == MemorySpace::kDevice;
     const bool hostAfterDevice = p.phase == LayerPhase::kLaunch && !onDevice && deviceSeen;
+    const bool deviceCollective = onDevice && collective::isCollective(l);
     if (onDevice) deviceSeen = true;
-    if (!p.dataDependentShape.empty() || hostAfterDevice) report.synchronizingLayers.push_back(l.name);
+    if (!p.dataDependentShape.empty() || hostAfterDevice || deviceCollective)
+      report.synchronizingLayers.push_back(l.name);
   }
   if (!report.synchronizingLayers.empty())
     report.warnings.push_back("the engine synchronises at " + std::to_string(report.synchronizingLayers.size()) +
-                              " layer(s) (data-dependent shapes, or host layers after device ones), so it cannot be "
-                              "captured in a CUDA graph");
+                              " layer(s) (data-dependent shapes, host layers after device ones, or collectives "
+                              "waiting for the other ranks), so it cannot be captured in a CUDA graph");
   if (!report.synchronizingLayers.empty()) logger_.log(Severity::kWarning, report.warnings.back());
 
   progress.report("serialize", 0.95);

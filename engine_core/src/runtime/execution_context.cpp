@@ -335,8 +335,10 @@ void ExecutionContext::enqueueSteps(void* native) {
     if (!plan_->report.graphCapturable()) {
       std::string layers;
       for (const auto& name : plan_->report.synchronizingLayers) layers += (layers.empty() ? "'" : ", '") + name + "'";
-      throw Error(ErrorCode::kUnsupported, "the engine synchronises inside (at " + layers +
-                                               "), so it cannot run as a CUDA graph; run it without graph capture");
+      throw Error(ErrorCode::kUnsupported,
+                  "the engine synchronises inside (at " + layers +
+                      ": data-dependent shapes, host layers after device ones, or collectives, which wait for the "
+                      "other ranks), so it cannot run as a CUDA graph; run it without graph capture");
     }
     if (st.graphBindings != st.bindings) {  // new shapes or addresses: a plain run first, then record
       st.graph.reset();

@@ -95,7 +95,8 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Quantized)                   \
   X(WeightOnly)                  \
   X(Reduce)                      \
-  X(Loss)
+  X(Loss)                        \
+  X(Collective)
 
 #define KILN_DECLARE_CUDA_FAMILY(Family) void register##Family##CudaOps(CudaOpRegistry& registry);
 KILN_CUDA_OP_FAMILIES(KILN_DECLARE_CUDA_FAMILY)

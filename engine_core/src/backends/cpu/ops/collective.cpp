@@ -28,6 +28,9 @@ Communicator* communicatorFor(const KernelContext& ctx) {
              " but the execution context has no communicator: call ExecutionContext::setCommunicator with this "
              "rank's member of the group");
   }
+  if (comm->exchangesDeviceBuffers())
+    ctx.fail("it runs on the CPU, in host memory, but the communicator (" + comm->describe() +
+             ") exchanges device buffers: give CPU engines an in-process communicator (createInProcessCommunicators)");
   if (comm->size() != size)
     ctx.fail("it was built for world_size " + std::to_string(size) + " but the communicator (" + comm->describe() +
              ") has " + std::to_string(comm->size()) + " ranks");
