@@ -119,21 +119,40 @@ __global__ void channelsLastKernel(const T* __restrict__ x, T* __restrict__ y, i
 // pools at batch 128 ran at a third of the bandwidth).
 constexpr int kPackedThreads = 512;
 
+// Blocks a launch should have to fill the GPU (two per SM of an H100 / H200); below that the
+// positions of each image are split over several blocks, whose partial results meet in a second
+// kernel (EfficientNet's squeeze-and-excitation pools at batch 1: one block of 512 threads took
+// 50 µs over a 112x112x32 map).
+constexpr int64_t kFillBlocks = 264;
+constexpr int64_t kMinPositionsPerSplit = 256;
+
+// Position splits per image for the packed kernel at these dims (1: none).
+int64_t packedSplits(int64_t batch, int64_t channels, int64_t spatial, int v) {
+  const int64_t groups = channels / v, tx = std::min<int64_t>(groups, kWarp);
+  const int64_t blocks = (groups + tx - 1) / tx * batch;
+  if (blocks * 2 >= kFillBlocks) return 1;
+  const int64_t most = std::min<int64_t>(65535, spatial / kMinPositionsPerSplit);
+  return most <= 1 ? 1 : std::min<int64_t>((kFillBlocks + blocks - 1) / blocks, most);
+}
+
 template <class T, int V>
 __global__ void __launch_bounds__(kPackedThreads)
-    channelsLastPackedKernel(const T* __restrict__ x, T* __restrict__ y, int64_t channels,
-                             GlobalReduce<GlobalAcc<T>> r) {
+    channelsLastPackedKernel(const T* __restrict__ x, T* __restrict__ y, int64_t channels, GlobalReduce<GlobalAcc<T>> r,
+                             GlobalAcc<T>* __restrict__ partials, int64_t batch) {
   using Acc = GlobalAcc<T>;
   __shared__ Acc partial[kPackedThreads * V];
   const int64_t groups = channels / V, n = blockIdx.y;
   const int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  // Split blockIdx.z of gridDim.z takes positions [begin, end).
+  const int64_t chunk = (r.spatial + gridDim.z - 1) / gridDim.z;
+  const int64_t begin = int64_t(blockIdx.z) * chunk, end = begin + chunk < r.spatial ? begin + chunk : r.spatial;
   Acc acc[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = r.init();
   if (g < groups) {
     const T* base = x + n * r.spatial * channels + g * V;
 #pragma unroll 4
-    for (int64_t s = threadIdx.y; s < r.spatial; s += blockDim.y) {
+    for (int64_t s = begin + threadIdx.y; s < end; s += blockDim.y) {
       const Pack<T, V> in = loadPack<T, V>(base + s * channels, 0);
 #pragma unroll
       for (int v = 0; v < V; ++v) acc[v] = r.combine(acc[v], r.lift(Acc(toCompute(in.v[v]))));
@@ -149,15 +168,32 @@ __global__ void __launch_bounds__(kPackedThreads)
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = r.combine(acc[v], other[v]);
   }
+  if (partials) {  // this split's result, finished by splitsFinishKernel
+    Acc* out = partials + (int64_t(blockIdx.z) * batch + n) * channels + g * V;
+#pragma unroll
+    for (int v = 0; v < V; ++v) out[v] = acc[v];
+    return;
+  }
   Pack<T, V> out;
 #pragma unroll
   for (int v = 0; v < V; ++v) out.v[v] = fromAcc<T>(r.finish(acc[v]));
   *reinterpret_cast<Pack<T, V>*>(y + n * channels + g * V) = out;
 }
 
+// y[i] = finish(combine over the splits of partials[split][i]), i over batch · channels.
+template <class T>
+__global__ void splitsFinishKernel(const GlobalAcc<T>* __restrict__ partials, T* __restrict__ y, int64_t count,
+                                   int64_t splits, GlobalReduce<GlobalAcc<T>> r) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
+    GlobalAcc<T> acc = r.init();
+    for (int64_t split = 0; split < splits; ++split) acc = r.combine(acc, partials[split * count + i]);
+    y[i] = fromAcc<T>(r.finish(acc));
+  }
+}
+
 template <class T>
 bool launchPackedChannelsLast(const T* x, T* y, int64_t batch, int64_t channels, const GlobalReduce<GlobalAcc<T>>& r,
-                              cudaStream_t stream) {
+                              void* workspace, uint64_t workspaceBytes, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, double>) {
     return false;
   } else {
@@ -167,16 +203,33 @@ bool launchPackedChannelsLast(const T* x, T* y, int64_t batch, int64_t channels,
     const int64_t groups = channels / V;
     const unsigned tx = unsigned(std::min<int64_t>(groups, kWarp));
     const dim3 block(tx, kPackedThreads / tx);
-    const dim3 grid(unsigned((groups + tx - 1) / tx), unsigned(batch));
-    channelsLastPackedKernel<T, V><<<grid, block, 0, stream>>>(x, y, channels, r);
+    int64_t splits = packedSplits(batch, channels, r.spatial, V);
+    if (workspaceBytes < uint64_t(splits * batch * channels) * sizeof(GlobalAcc<T>)) splits = 1;
+    const dim3 grid(unsigned((groups + tx - 1) / tx), unsigned(batch), unsigned(splits));
+    auto* partials = splits > 1 ? static_cast<GlobalAcc<T>*>(workspace) : nullptr;
+    channelsLastPackedKernel<T, V><<<grid, block, 0, stream>>>(x, y, channels, r, partials, batch);
+    if (partials)
+      splitsFinishKernel<T>
+          <<<gridFor(batch * channels), kThreadsPerBlock, 0, stream>>>(partials, y, batch * channels, splits, r);
     return true;
   }
 }
 
 }  // namespace
 
+uint64_t globalPoolWorkspaceBytes(int64_t batch, int64_t channels, int64_t spatial, PoolLayout layout,
+                                  ElementType type) {
+  if (layout != PoolLayout::kChannelsLast || batch < 1 || channels < 1 || batch > 65535) return 0;
+  if (type != ElementType::kFloat32 && type != ElementType::kFloat16 && type != ElementType::kBFloat16) return 0;
+  const int v = 16 / int(elementBytes(type));
+  if (channels % v != 0) return 0;
+  const int64_t splits = packedSplits(batch, channels, spatial, v);
+  return splits > 1 ? uint64_t(splits * batch * channels) * sizeof(float) : 0;
+}
+
 cudaError_t globalPool(GlobalPoolKind kind, const void* x, void* y, int64_t batch, int64_t channels, int64_t spatial,
-                       float p, PoolLayout layout, ElementType type, cudaStream_t stream) {
+                       float p, PoolLayout layout, ElementType type, cudaStream_t stream, void* workspace,
+                       uint64_t workspaceBytes) {
   if (batch < 0 || channels < 0 || spatial < 0 || (kind == GlobalPoolKind::kLp && !(p > 0)))
     return cudaErrorInvalidValue;
   return dispatchFloat(type, [&](auto tag) {
@@ -187,7 +240,8 @@ cudaError_t globalPool(GlobalPoolKind kind, const void* x, void* y, int64_t batc
     const GlobalReduce<Acc> r{kind, Acc(p), spatial};
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);
-    if (layout == PoolLayout::kChannelsLast && launchPackedChannelsLast<T>(in, out, batch, channels, r, stream)) {
+    if (layout == PoolLayout::kChannelsLast &&
+        launchPackedChannelsLast<T>(in, out, batch, channels, r, workspace, workspaceBytes, stream)) {
       return launchStatus();
     } else if (layout == PoolLayout::kChannelsLast) {
       const dim3 grid(unsigned(std::min<int64_t>((channels + kChannelsPerBlock - 1) / kChannelsPerBlock, 65535)),

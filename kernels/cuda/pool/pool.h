@@ -34,8 +34,14 @@ cudaError_t lpPool(const void* x, void* y, int64_t batch, int64_t channels, cons
 enum class GlobalPoolKind { kAverage, kMax, kLp };
 
 // One value per (batch, channel) over `spatial` elements: y is [batch, channels] in either layout.
-// Types: float32, float16, bfloat16, float64.
+// Types: float32, float16, bfloat16, float64. With `workspace` of globalPoolWorkspaceBytes (16-byte
+// aligned), a launch that would have few blocks (few images) splits each image's positions over
+// more blocks and adds their partial results in a second kernel; without it, it runs unsplit.
 cudaError_t globalPool(GlobalPoolKind kind, const void* x, void* y, int64_t batch, int64_t channels, int64_t spatial,
-                       float p, PoolLayout layout, ElementType type, cudaStream_t stream);
+                       float p, PoolLayout layout, ElementType type, cudaStream_t stream, void* workspace = nullptr,
+                       uint64_t workspaceBytes = 0);
+// The workspace globalPool can use at these dims: 0 where it would not split.
+uint64_t globalPoolWorkspaceBytes(int64_t batch, int64_t channels, int64_t spatial, PoolLayout layout,
+                                  ElementType type);
 
 }  // namespace kiln::kernels::cuda

@@ -67,6 +67,12 @@ class WindowPoolStep : public DataStep {
   }
 };
 
+int64_t spatialOf(const TensorView& x) {
+  int64_t spatial = 1;
+  for (size_t d = 2; d < x.dims.size(); ++d) spatial *= x.dims[d];
+  return spatial;
+}
+
 // One value per (batch, channel) over every spatial position.
 class GlobalPoolStep : public DataStep {
  public:
@@ -76,13 +82,18 @@ class GlobalPoolStep : public DataStep {
               : layer.opType == "GlobalLpPool" ? k::GlobalPoolKind::kLp
                                                : k::GlobalPoolKind::kAverage) {}
 
+  // Few images: their positions spread over more blocks, the partial results in the workspace.
+  uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
+    if (inputs.empty() || inputs[0].dims.size() < 2) return 0;
+    return k::globalPoolWorkspaceBytes(inputs[0].dims[0], inputs[0].dims[1], spatialOf(inputs[0]), layoutOf(tactic_),
+                                       elementType(inputs[0]));
+  }
+
   void enqueue(const StepArgs& args, Stream& stream) const override {
     const TensorView &x = args.inputs[0], &y = args.outputs[0];
-    int64_t spatial = 1;
-    for (size_t d = 2; d < x.dims.size(); ++d) spatial *= x.dims[d];
-    check(k::globalPool(kind_, input(args, 0), y.data, x.dims.at(0), x.dims.at(1), spatial,
-                        float(layer_.attrInt("p", 2)), layoutOf(tactic_), elementType(x),
-                        streamOf(stream)));
+    check(k::globalPool(kind_, input(args, 0), y.data, x.dims.at(0), x.dims.at(1), spatialOf(x),
+                        float(layer_.attrInt("p", 2)), layoutOf(tactic_), elementType(x), streamOf(stream),
+                        args.workspace, args.workspaceBytes));
   }
 
  private:
