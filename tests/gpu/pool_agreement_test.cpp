@@ -1,7 +1,8 @@
 // CPU and CUDA engines agree on the pools: MaxPool (with Indices in both storage orders, on int8
 // too), AveragePool (counting padding or not), LpPool over 1-, 2- and 3-D windows with strides,
 // dilations, asymmetric pads, auto_pad and ceil_mode, and the global pools over small and large
-// planes.
+// planes, and over a channels-last map of one image large enough that its positions are split over
+// several blocks (the squeeze-and-excitation pool of a batch-1 EfficientNet).
 #include <kiln/shape.h>
 
 #include "gpu/agreement_models.h"
@@ -100,6 +101,23 @@ TEST(PoolAgreement, GlobalPools) {
       ModelBuilder::setInt(mb.node("GlobalLpPool", {"x"}, {"lp"}, "global_lp"), "p", 3);
       test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(dims, 123)}}, precision);
     }
+}
+
+TEST(PoolAgreement, GlobalPoolsOfOneLargeChannelsLastMap) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  const std::vector<int64_t> dims{1, 40, 37, 41};  // 1517 positions, 40 channels
+  for (Precision precision : test::kFloatPrecisions) {
+    SCOPED_TRACE(toString(precision));
+    ModelBuilder mb;
+    mb.input("x", kFloat, dims).output("avg").output("max");
+    mb.initializer("dw_w", test::randomFloats({dims[1], 1, 3, 3}, 124, -0.4f, 0.4f));
+    auto& dw = mb.node("Conv", {"x", "dw_w"}, {"dw"}, "depthwise");  // Kiln's channels-last kernel
+    ModelBuilder::setInt(dw, "group", dims[1]);
+    ModelBuilder::setInts(dw, "pads", {1, 1, 1, 1});
+    mb.node("GlobalAveragePool", {"dw"}, {"avg"}, "global_average");
+    mb.node("GlobalMaxPool", {"dw"}, {"max"}, "global_max");
+    test::expectBackendsAgree(mb.bytes(), {{"x", test::randomFloats(dims, 125)}}, precision);
+  }
 }
 
 }  // namespace
