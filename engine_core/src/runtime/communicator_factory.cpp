@@ -7,10 +7,14 @@ namespace kiln {
 std::vector<std::shared_ptr<Communicator>> createCommunicators(const std::string& backend, int worldSize,
                                                                std::chrono::milliseconds timeout) {
   if (backend == "cpu" || backend == "cpu-device") return createInProcessCommunicators(worldSize, timeout);
+  // One thread per rank cannot run NCCL (one process a GPU): such ranks join through
+  // createNcclCommunicator in their own processes, which kiln run / profile do not launch yet.
   throw Error(ErrorCode::kUnsupported,
               "running " + std::to_string(worldSize) + " ranks of a " + backend +
-                  " plan needs a communicator for its devices (NCCL for CUDA), which Kiln does not have yet; "
-                  "tensor-parallel plans run on the CPU backend (kiln build --backend cpu)");
+                  " plan needs one process per GPU joined over NCCL (createNcclCommunicator in "
+                  "kiln/nccl_communicator.h), which kiln run / profile --ranks do not launch yet; run the "
+                  "tensor-parallel plans on the CPU backend (kiln build --backend cpu), or one process per rank "
+                  "through the API");
 }
 
 }  // namespace kiln
