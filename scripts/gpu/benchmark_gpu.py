@@ -337,7 +337,10 @@ def main():
                         "always one row at a time, after every pair is prepared, on an otherwise idle GPU")
     p.add_argument("--wait-for", help="before the first timing, wait until this file exists (another job that "
                                       "shares the GPU in the untimed phase, e.g. tests, has ended)")
-    p.add_argument("--prepare-timeout", type=float, default=900, help="seconds the untimed phase may take")
+    p.add_argument("--prepare-timeout", type=float, default=900,
+                   help="seconds the untimed phase (and the wait for --wait-for) may take")
+    p.add_argument("--pair-timeout", type=float, default=600,
+                   help="seconds one pair's timing (its peers, Kiln's builds and profiles) may take")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(WORK, exist_ok=True)
@@ -383,7 +386,7 @@ def measure_pairs(args, pairs, rows):
     for name, batch, proc, conn in ready:
         conn.send("go")
         try:
-            if not conn.poll(args.prepare_timeout):
+            if not conn.poll(args.pair_timeout):
                 raise EOFError
             got = conn.recv()
         except EOFError:
