@@ -1,9 +1,9 @@
-// CPU and CUDA engines agree on pointwise convolutions run as cuBLASLt products
-// (cuda_gemm_conv.cpp), the tactic forced on every 1x1 convolution: a ResNet bottleneck at odd
+// CPU and CUDA engines agree on pointwise convolutions run as cuBLASLt products or on Kiln's narrow
+// pointwise kernel (cuda_gemm_conv.cpp), the tactic forced on every 1x1 convolution: a ResNet bottleneck at odd
 // spatial sizes (1x1 + bias + Relu, a 3x3 between, 1x1 + bias + residual + Relu, a 1x1 shortcut
 // without bias), and a 1x1 with SiLU (an activation cuBLASLt's epilogue lacks, so Kiln's
 // elementwise kernels finish it) between a linear graph input and a linear graph output, strided
-// ones (input pixels gathered first), in fp16, bf16, fp32 and tf32.
+// ones (input pixels gathered first), in fp16, bf16, fp32 and tf32 (the narrow kernel: fp16, bf16).
 #include "common/test_models.h"
 #include "gpu/backend_agreement.h"
 
@@ -54,19 +54,30 @@ ModelBuilder siluProjection(const std::vector<int64_t>& x, int64_t stride = 1) {
   return mb;
 }
 
-void expectAgreement(const ModelBuilder& model, const std::vector<int64_t>& x, const std::vector<std::string>& convs) {
-  for (Precision precision : {Precision::kFP16, Precision::kBF16, Precision::kFP32, Precision::kTF32}) {
+// `tactic` + the precision's tag forced on `convs` in each of `precisions`.
+void expectAgreement(const ModelBuilder& model, const std::vector<int64_t>& x, const std::vector<std::string>& convs,
+                     const std::string& tactic = "cublaslt.conv1x1.{}.h0",
+                     const std::vector<Precision>& precisions = {Precision::kFP16, Precision::kBF16, Precision::kFP32,
+                                                                 Precision::kTF32}) {
+  for (Precision precision : precisions) {
     SCOPED_TRACE(toString(precision));
     test::AgreementOptions options;
     options.precision = precision;
-    const std::string tactic = std::string("cublaslt.conv1x1.") + toString(precision) + ".h0";
-    for (const std::string& conv : convs) options.forcedTactics[conv] = tactic;
+    std::string id = tactic;
+    id.replace(id.find("{}"), 2, toString(precision));
+    for (const std::string& conv : convs) options.forcedTactics[conv] = id;
     const auto agreement = test::expectBackendsAgree(model.bytes(), {{"x", test::randomFloats(x, 11)}}, options);
     test::expectNoFailedTactics(agreement);
     int ran = 0;
-    for (const LayerSummary& l : agreement.gpuLayers) ran += l.tactic == tactic;
-    EXPECT_EQ(ran, int(convs.size())) << "the cuBLASLt 1x1 tactic did not run on every pointwise convolution";
+    for (const LayerSummary& l : agreement.gpuLayers) ran += l.tactic == id;
+    EXPECT_EQ(ran, int(convs.size())) << id << " did not run on every pointwise convolution";
   }
+}
+
+// Kiln's narrow pointwise kernel (fp16 and bf16 only).
+void expectNarrowAgreement(const ModelBuilder& model, const std::vector<int64_t>& x,
+                           const std::vector<std::string>& convs) {
+  expectAgreement(model, x, convs, "kiln.conv1x1.narrow.{}", {Precision::kFP16, Precision::kBF16});
 }
 
 }  // namespace
@@ -95,4 +106,20 @@ TEST(GemmConvAgreement, StridedShortcutsAtOddSizes) {
   }
   const std::vector<int64_t> x{2, 24, 13, 5};
   expectAgreement(siluProjection(x, 3), x, {"project"});
+}
+
+// The narrow kernel on the same layers: a bottleneck's reduction, expansion with its residual and
+// ReLU, and shortcut (8 to 24 channels), strided ones, and the SiLU projection between linear graph
+// tensors (its input and output re-laid out around it).
+TEST(GemmConvAgreement, NarrowKernelOnBottlenecksAndProjections) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  for (int64_t stride : {1, 2}) {
+    const std::vector<int64_t> x{3, 16, 9, 7};
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    expectNarrowAgreement(bottleneck(x, stride), x, {"reduce", "expand", "shortcut"});
+  }
+  const std::vector<int64_t> x{1, 24, 13, 3};
+  expectNarrowAgreement(siluProjection(x), x, {"project"});
+  const std::vector<int64_t> y{2, 24, 13, 5};
+  expectNarrowAgreement(siluProjection(y, 3), y, {"project"});
 }

@@ -2,6 +2,7 @@
 
 #include <kernels/cuda/common/device_types.cuh>
 #include <kernels/cuda/common/launch.cuh>
+#include <kernels/cuda/common/resident_blocks.cuh>
 #include <kernels/cuda/common/warp_matrix.cuh>
 #include <kernels/cuda/elementwise/fused_activation.cuh>
 
@@ -320,28 +321,6 @@ __global__ void __launch_bounds__(32 * kMaxSegment / 16, 4) smallChannelConvKern
     task = next;
   }
 #endif
-}
-
-// Blocks resident on the whole device at once: the grid (they loop over the segments), so that no
-// second wave of blocks starts late and finishes alone.
-template <class Kernel>
-int residentBlocks(Kernel kernel, int threads, int64_t sharedBytes) {
-  static int smCounts[64] = {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) device = 0;
-  if (smCounts[device] == 0) {
-    cudaDeviceProp prop;
-    smCounts[device] =
-        cudaGetDeviceProperties(&prop, device) == cudaSuccess ? std::max(1, prop.multiProcessorCount) : 1;
-  }
-  int perSm = 1;
-#if !defined(KILN_CUDA_EMULATION)
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, size_t(sharedBytes)) != cudaSuccess)
-    perSm = 1;
-#else
-  (void)kernel, (void)threads, (void)sharedBytes;
-#endif
-  return smCounts[device] * std::max(1, perSm);
 }
 
 struct Geometry {

@@ -1,8 +1,10 @@
-// Pointwise Conv / kiln.FusedConv as one cuBLASLt product (gemm_conv.h).
+// Pointwise Conv / kiln.FusedConv as one cuBLASLt product, or Kiln's narrow pointwise kernel
+// (gemm_conv.h).
 //
 // The product is a fused MatMul's: matmul_plan.h decides which parts of the epilogue cuBLASLt
 // takes (bias and ReLU / GELU in its epilogue, a residual added before the activation as its C
-// with beta 1) and the rest runs after it as Kiln's elementwise kernels on the NHWC result.
+// with beta 1) and the rest runs after it as Kiln's elementwise kernels on the NHWC result. The
+// narrow kernel fuses the whole epilogue; both share the step's layout copies and strided gather.
 #include "gemm_conv.h"
 
 #include "../../../ops/fused.h"
@@ -15,6 +17,7 @@
 #include "conv_plan.h"
 #include "matmul_plan.h"
 
+#include <kernels/cuda/conv/narrow_pointwise_conv.h>
 #include <kernels/cuda/layout/reformat.h>
 #include <kernels/cuda/layout/strided_copy.h>
 
@@ -28,6 +31,9 @@ namespace {
 namespace k = kernels::cuda;
 
 const std::string kTacticPrefix = "cublaslt.conv1x1.";
+const std::string kNarrowTacticPrefix = "kiln.conv1x1.narrow.";
+
+bool isNarrowTactic(const std::string& tacticId) { return tacticId.rfind(kNarrowTacticPrefix, 0) == 0; }
 
 Layer baseOf(const Layer& layer) { return layer.domain == fused::kDomain ? fused::baseLayer(layer) : layer; }
 
@@ -94,14 +100,31 @@ struct WorkspaceLayout {
   uint64_t total() const { return cublasAt() + cublas; }
 };
 
-WorkspaceLayout layoutOf(const MatMulSpec& s, const Geometry& g, const Formats& formats, uint64_t cublasBytes) {
+// The narrow kernel's problem for the product (it needs no scratch: its epilogue is whole).
+k::NarrowPointwiseConvProblem narrowProblemOf(const MatMulSpec& s, const Geometry& g) {
+  k::NarrowPointwiseConvProblem p;
+  p.rows = g.m, p.channels = g.k, p.outChannels = g.n;
+  p.type = s.storage == DataType::kBFloat16 ? k::ElementType::kBFloat16 : k::ElementType::kFloat16;
+  p.activation = s.epilogue.activation, p.alpha = s.epilogue.alpha, p.beta = s.epilogue.beta;
+  p.residualBeforeActivation = s.epilogue.residualBeforeActivation;
+  return p;
+}
+
+bool narrowKernelTakes(const MatMulSpec& s, const Geometry& g) {
+  return (s.storage == DataType::kFloat16 || s.storage == DataType::kBFloat16) &&
+         !k::narrowPointwiseConvRefusal(narrowProblemOf(s, g));
+}
+
+// Without cuBLASLt (cublasBytes nullopt: the narrow kernel) there is no epilogue scratch either.
+WorkspaceLayout layoutOf(const MatMulSpec& s, const Geometry& g, const Formats& formats,
+                         std::optional<uint64_t> cublasBytes) {
   const uint64_t element = byteSize(s.storage);
   WorkspaceLayout l;
   if (!formats.x || formats.gatherX) l.x = alignUp(uint64_t(g.m * g.k) * element);
   if (s.hasResidual && !formats.residual) l.residual = alignUp(uint64_t(g.outputElements) * element);
   if (!formats.y) l.y = alignUp(uint64_t(g.outputElements) * element);
-  l.scratch = alignUp(ElementwiseEpilogue::scratchBytes(s.epilogue, g.outputElements, s.storage));
-  l.cublas = cublasBytes;
+  if (cublasBytes) l.scratch = alignUp(ElementwiseEpilogue::scratchBytes(s.epilogue, g.outputElements, s.storage));
+  l.cublas = cublasBytes.value_or(0);
   return l;
 }
 
@@ -132,6 +155,7 @@ class GemmConvStep : public CudaStep {
         conv_(convSpecOf(layer, tacticPrecision(layer, tactic), outputDeclared(signature))),
         spec_(productSpecOf(layer, conv_, tacticPrecision(layer, tactic), outputDeclared(signature))),
         epilogue_(layer, spec_.storage, device),
+        narrow_(isNarrowTactic(tactic.id)),
         stored_(decodeAlgo(tactic.payload)),
         formats_{tactic.inputFormat(kConvX) == TensorFormat::kNHWC,
                  tactic.inputFormat(kConvResidual) == TensorFormat::kNHWC, tactic.outputFormat == TensorFormat::kNHWC},
@@ -139,7 +163,7 @@ class GemmConvStep : public CudaStep {
     formats_.gatherX = isStrided(layer);
     const HostTensor* w = weight(kConvW);
     if (!w || w->rank() != 4)
-      throw Error(ErrorCode::kInvalidArgument, name_ + ": the cuBLASLt 1x1 tactic needs a constant [K, C, 1, 1] filter");
+      throw Error(ErrorCode::kInvalidArgument, name_ + ": the 1x1 product tactic needs a constant [K, C, 1, 1] filter");
   }
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
@@ -147,7 +171,7 @@ class GemmConvStep : public CudaStep {
     const auto window = pointwiseWindowOf(base_, inputs[kConvX].dims, inputs[kConvW].dims);
     if (!window) return 0;  // the launch reports it
     const Geometry g = pointwiseGeometryOf(spec_, inputs[kConvX].dims, inputs[kConvW].dims, *window);
-    return layoutOf(spec_, g, formats_, stored_ ? stored_->workspaceBytes : kCublasWorkspaceBytes).total();
+    return layoutOf(spec_, g, formats_, cublasBytes()).total();
   }
 
   std::unique_ptr<StepState> createState() const override { return std::make_unique<GemmConvState>(); }
@@ -190,6 +214,13 @@ class GemmConvStep : public CudaStep {
       residual = workspace + l.residualAt();
     }
     void* y = l.y ? workspace + l.yAt() : out.data;
+    if (narrow_) {
+      if (elementType(args.inputs[kConvW]) != type)
+        throw Error(ErrorCode::kInternal, name_ + ": its filter is not stored in its output's type");
+      check(k::narrowPointwiseConv(narrowProblemOf(spec_, entry.geometry), x, w, bias, residual, y, s));
+      if (l.y) check(k::nhwcToNchw(y, out.data, yd[0], channels, yd[2], yd[3], type, s), "re-laying out its output");
+      return;
+    }
     const Fusion& f = entry.fusion;
     entry.gemm->run(cublasLtHandle(device_), entry.algo, 1.0f, x, w, f.residualInC ? 1.0f : 0.0f,
                     f.residualInC ? residual : y, y, entry.gemm->shape().hasBias() ? bias : nullptr,
@@ -208,6 +239,12 @@ class GemmConvStep : public CudaStep {
 
  private:
   static uint64_t address(const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); }
+
+  // cuBLASLt's workspace; none for the narrow kernel.
+  std::optional<uint64_t> cublasBytes() const {
+    if (narrow_) return std::nullopt;
+    return stored_ ? stored_->workspaceBytes : kCublasWorkspaceBytes;
+  }
 
   // The product for these dims and alignment, made at their first launch: the stored algorithm
   // where cuBLASLt still takes it here, else the heuristic's first (fusing less if it must).
@@ -230,10 +267,19 @@ class GemmConvStep : public CudaStep {
       throw Error(ErrorCode::kInternal, name_ + ": its product makes " + std::to_string(g.outputElements) +
                                             " elements but the output " + dimsToString(args.outputs[0].dims) +
                                             " has " + std::to_string(args.outputs[0].elementCount()));
-    const uint64_t copies = layoutOf(spec_, g, formats_, 0).total();
+    const uint64_t copies = layoutOf(spec_, g, formats_, narrow_ ? std::nullopt : std::optional<uint64_t>(0)).total();
     if (args.workspaceBytes < copies)
       throw Error(ErrorCode::kInternal, name_ + ": its workspace of " + std::to_string(args.workspaceBytes) +
                                             " bytes is smaller than the " + std::to_string(copies) + " it needs");
+    if (narrow_) {
+      if (!narrowKernelTakes(spec_, g))
+        throw Error(
+            ErrorCode::kUnsupported,
+            name_ + ": X " + dimsToString(x) + " is not a product the narrow pointwise kernel takes; rebuild the plan");
+      entry->layout = layoutOf(spec_, g, formats_, std::nullopt);
+      state.shapes.push_back(std::move(entry));
+      return *state.shapes.back();
+    }
     const uint64_t budget = std::min(args.workspaceBytes - copies, kCublasWorkspaceBytes);
     cublasLtHandle_t handle = cublasLtHandle(device_);
     std::string tried;
@@ -276,6 +322,7 @@ class GemmConvStep : public CudaStep {
   ConvSpec conv_;
   MatMulSpec spec_;
   ElementwiseEpilogue epilogue_;
+  bool narrow_;  // Kiln's narrow pointwise kernel, not cuBLASLt
   std::optional<StoredAlgo> stored_;
   Formats formats_;
   std::string name_;
@@ -283,7 +330,9 @@ class GemmConvStep : public CudaStep {
 
 }  // namespace
 
-bool isGemmConvTactic(const std::string& tacticId) { return tacticId.rfind(kTacticPrefix, 0) == 0; }
+bool isGemmConvTactic(const std::string& tacticId) {
+  return tacticId.rfind(kTacticPrefix, 0) == 0 || isNarrowTactic(tacticId);
+}
 
 std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
                                     CudaDevice& device) {
@@ -299,12 +348,19 @@ std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, con
     const ConvSpec conv = convSpecOf(layer, precision, declared);
     const MatMulSpec spec = productSpecOf(layer, conv, precision, declared);
     const Geometry g = pointwiseGeometryOf(spec, x, w, *window);
+    if (narrowKernelTakes(spec, g)) {
+      Tactic& t = tactics.emplace_back();
+      t.id = kNarrowTacticPrefix + std::string(precisionTag(precision));
+      t.workspaceBytes = layoutOf(spec, g, Formats{}, std::nullopt).total();
+      t.takesChannelsLast = true;
+    }
     // The workspace covers linear neighbours too (the copies), whatever formats the plan gives.
     const uint64_t copies = layoutOf(spec, g, Formats{}, 0).total();
     LtSearch search = LtSearch::forBudget(inputs.candidateBudget);
     search.alignment = 256;  // arena and weight pointers are 256-aligned
     search.smCount = device.properties.multiProcessorCount;
-    for (int level = 0; level < 2 && tactics.empty(); ++level) {
+    const size_t narrowCount = tactics.size();  // cuBLASLt's fuse less at level 1 only where level 0 has none
+    for (int level = 0; level < 2 && tactics.size() == narrowCount; ++level) {
       LtGemm gemm(gemmShapeOf(spec, g, fusionOf(spec, g, level, false)));
       for (const LtCandidate& candidate : ltCandidates(gemm, cublasLtHandle(device), search)) {
         Tactic& t = tactics.emplace_back();
@@ -315,7 +371,7 @@ std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, con
       }
     }
   } catch (const Error&) {
-    return {};  // the layer keeps cuDNN's tactics
+    return tactics;  // those found so far; the layer keeps cuDNN's tactics too
   }
   return tactics;
 }
