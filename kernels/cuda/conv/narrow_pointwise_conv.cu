@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace kiln::kernels::cuda {
 namespace {
@@ -30,12 +31,18 @@ struct Args {
   bool residualBeforeActivation;
 };
 
+// Two values rounded into one 32-bit pair (one conversion instruction on sm_80 and later).
 template <class T>
-__device__ __forceinline__ uint16_t bitsOf(float v) {
-  const T h = fromCompute<T>(v);
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
+__device__ __forceinline__ uint32_t packPair(float low, float high) {
+  uint32_t bits;
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 pair = __floats2half2_rn(low, high);
+    std::memcpy(&bits, &pair, 4);
+  } else {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+    std::memcpy(&bits, &pair, 4);
+  }
+  return bits;
 }
 
 template <class T>
@@ -136,23 +143,24 @@ __global__ void __launch_bounds__(32 * kWarps) narrowPointwiseConvKernel(const _
         const uint4 packed = *reinterpret_cast<const uint4*>(p.residual + out);
         std::memcpy(residual, &packed, 16);
       }
-      float sum[8];
       const float4* const staged = reinterpret_cast<const float4*>(stage + r * kStageStride + c);
-      const float4 low = staged[0], high = staged[1];
-      sum[0] = low.x, sum[1] = low.y, sum[2] = low.z, sum[3] = low.w;
-      sum[4] = high.x, sum[5] = high.y, sum[6] = high.z, sum[7] = high.w;
-      uint16_t result[8];
+      const float4* const biases = reinterpret_cast<const float4*>(bias + c);
+      const float4 s0 = staged[0], s1 = staged[1], b0 = biases[0], b1 = biases[1];
+      const float sum[8] = {s0.x + b0.x, s0.y + b0.y, s0.z + b0.z, s0.w + b0.w,
+                            s1.x + b1.x, s1.y + b1.y, s1.z + b1.z, s1.w + b1.w};
+      uint32_t result[4];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        float value = sum[e] + bias[c + e];
-        if (p.residual && p.residualBeforeActivation) value += valueOf<T>(residual[e]);
-        value = activate<kActivation>(value, p);
-        if (p.residual && !p.residualBeforeActivation) value += valueOf<T>(residual[e]);
-        result[e] = bitsOf<T>(value);
+      for (int e = 0; e < 8; e += 2) {
+        float value[2] = {sum[e], sum[e + 1]};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (p.residual && p.residualBeforeActivation) value[h] += valueOf<T>(residual[e + h]);
+          value[h] = activate<kActivation>(value[h], p);
+          if (p.residual && !p.residualBeforeActivation) value[h] += valueOf<T>(residual[e + h]);
+        }
+        result[e / 2] = packPair<T>(value[0], value[1]);
       }
-      uint4 packed;
-      std::memcpy(&packed, result, 16);
-      *reinterpret_cast<uint4*>(p.y + out) = packed;
+      *reinterpret_cast<uint4*>(p.y + out) = make_uint4(result[0], result[1], result[2], result[3]);
     }
     __syncwarp();
   }

@@ -382,6 +382,8 @@ template <class T, bool kPool>
 auto kernelFor(Activation a) {
   if (a == Activation::kNone) return smallChannelConvKernel<T, int(Activation::kNone), kPool>;
   if (a == Activation::kRelu) return smallChannelConvKernel<T, int(Activation::kRelu), kPool>;
+  // EfficientNet's stem: through the runtime switch it took 0.37 ms on the H200 where ReLU's took 0.14.
+  if (a == Activation::kSiLU) return smallChannelConvKernel<T, int(Activation::kSiLU), kPool>;
   return smallChannelConvKernel<T, kRuntimeActivation, kPool>;
 }
 

@@ -119,11 +119,11 @@ __global__ void channelsLastKernel(const T* __restrict__ x, T* __restrict__ y, i
 // pools at batch 128 ran at a third of the bandwidth).
 constexpr int kPackedThreads = 512;
 
-// Blocks a launch should have to fill the GPU (two per SM of an H100 / H200); below that the
-// positions of each image are split over several blocks, whose partial results meet in a second
-// kernel (EfficientNet's squeeze-and-excitation pools at batch 1: one block of 512 threads took
-// 50 µs over a 112x112x32 map).
-constexpr int64_t kFillBlocks = 264;
+// Blocks a launch should have to fill the GPU (four of 512 threads per SM of an H100 / H200);
+// below that the positions of each image are split over several blocks, whose partial results meet
+// in a second kernel (EfficientNet's squeeze-and-excitation pools at batch 1: one block of 512
+// threads took 50 µs over a 112x112x32 map; at batch 128 its 128 blocks filled under a quarter).
+constexpr int64_t kFillBlocks = 528;
 constexpr int64_t kMinPositionsPerSplit = 256;
 
 // Position splits per image for the packed kernel at these dims (1: none).
@@ -151,11 +151,20 @@ __global__ void __launch_bounds__(kPackedThreads)
   for (int v = 0; v < V; ++v) acc[v] = r.init();
   if (g < groups) {
     const T* base = x + n * r.spatial * channels + g * V;
-#pragma unroll 4
-    for (int64_t s = begin + threadIdx.y; s < end; s += blockDim.y) {
-      const Pack<T, V> in = loadPack<T, V>(base + s * channels, 0);
+    // kInFlight positions' loads issued before any is added (a runtime-bounded loop's unrolling
+    // left them one after another: 1.4 TB/s on EfficientNet's pools at batch 128).
+    constexpr int kInFlight = 4;
+    const int64_t step = blockDim.y;
+    for (int64_t s = begin + threadIdx.y; s < end; s += kInFlight * step) {
+      Pack<T, V> in[kInFlight];
 #pragma unroll
-      for (int v = 0; v < V; ++v) acc[v] = r.combine(acc[v], r.lift(Acc(toCompute(in.v[v]))));
+      for (int u = 0; u < kInFlight; ++u)
+        if (s + u * step < end) in[u] = loadPack<T, V>(base + (s + u * step) * channels, 0);
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u)
+        if (s + u * step < end)
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[v] = r.combine(acc[v], r.lift(Acc(toCompute(in[u].v[v]))));
     }
   }
   Acc* mine = partial + (threadIdx.y * blockDim.x + threadIdx.x) * V;

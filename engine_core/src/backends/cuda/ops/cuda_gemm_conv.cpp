@@ -215,8 +215,10 @@ class GemmConvStep : public CudaStep {
     }
     void* y = l.y ? workspace + l.yAt() : out.data;
     if (narrow_) {
-      if (elementType(args.inputs[kConvW]) != type)
-        throw Error(ErrorCode::kInternal, name_ + ": its filter is not stored in its output's type");
+      if (weightType(kConvW) != spec_.storage)  // the uploaded copy: the bound view keeps the plan's type
+        throw Error(ErrorCode::kInternal, name_ + ": its uploaded filter is " +
+                                              std::string(toString(weightType(kConvW))) + ", not its activations' " +
+                                              std::string(toString(spec_.storage)));
       check(k::narrowPointwiseConv(narrowProblemOf(spec_, entry.geometry), x, w, bias, residual, y, s));
       if (l.y) check(k::nhwcToNchw(y, out.data, yd[0], channels, yd[2], yd[3], type, s), "re-laying out its output");
       return;
