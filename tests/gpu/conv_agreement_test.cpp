@@ -41,12 +41,14 @@ void expectOnCudnn(const test::Agreement& agreement, const std::string& type, co
   ASSERT_NE(layer, nullptr) << "no " << type << " layer on the CUDA backend";
   // fp16 / bf16 2-D convolutions with 8k output channels run as cuDNN graphs (graph_conv_agreement_test);
   // 2-D depthwise ones on Kiln's kernel where it times faster (depthwise_conv_agreement_test), 1x1
-  // ones on cuBLASLt where it does (gemm_conv_agreement_test), fp16 / bf16 ones of few input
-  // channels on Kiln's small-channel kernel where it does (small_channel_conv_agreement_test).
+  // ones on cuBLASLt or Kiln's narrow pointwise kernel where they do (gemm_conv_agreement_test),
+  // fp16 / bf16 ones of few input channels on Kiln's small-channel kernel where it does
+  // (small_channel_conv_agreement_test).
   const bool forward = tacticPrefix == "cudnn.conv.";
   const bool graph = forward && layer->tactic.rfind("cudnn.graph.conv.", 0) == 0;
   const bool depthwise = forward && layer->tactic.rfind("cuda.conv.depthwise.", 0) == 0;
-  const bool gemm = forward && layer->tactic.rfind("cublaslt.conv1x1.", 0) == 0;
+  const bool gemm = forward && (layer->tactic.rfind("cublaslt.conv1x1.", 0) == 0 ||
+                                layer->tactic.rfind("kiln.conv1x1.narrow.", 0) == 0);
   const bool smallChannels = forward && layer->tactic.rfind("kiln.conv.smallc.", 0) == 0;
   EXPECT_TRUE(graph || depthwise || gemm || smallChannels || layer->tactic.rfind(tacticPrefix, 0) == 0)
       << layer->tactic;
