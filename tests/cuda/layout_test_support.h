@@ -200,6 +200,16 @@ template <class Launch>
   return ::testing::AssertionSuccess();
 }
 
+// Each of n [rows, cols] blocks transposed to [cols, rows]: NCHW [n, c, hw] to NHWC with (c, hw),
+// back with (hw, c).
+inline std::vector<double> transposedBlocks(const std::vector<double>& v, int64_t n, int64_t rows, int64_t cols) {
+  std::vector<double> out(v.size());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) out[size_t((b * cols + c) * rows + r)] = v[size_t((b * rows + r) * cols + c)];
+  return out;
+}
+
 // Per-precision tolerance on the relative L2 error of arithmetic results.
 inline double toleranceFor(ElementType type) {
   switch (type) {

@@ -41,15 +41,6 @@ const std::vector<Epilogue> kEpilogues{
     {"residual, no bias", cpu::Activation::kNone, 0, 0, false, true, true},
 };
 
-// [n, rows, cols] blocks transposed to [n, cols, rows].
-std::vector<double> transposed(const std::vector<double>& v, int64_t n, int64_t rows, int64_t cols) {
-  std::vector<double> out(v.size());
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) out[size_t((b * cols + c) * rows + r)] = v[size_t((b * rows + r) * cols + c)];
-  return out;
-}
-
 std::vector<float> floats(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
 void check(const Case& c, const Epilogue& ep, ElementType type) {
@@ -70,8 +61,8 @@ void check(const Case& c, const Epilogue& ep, ElementType type) {
   shape.batch = c.batch, shape.inChannels = c.channels, shape.outChannels = c.outChannels, shape.group = 1;
   shape.window.in[1] = shape.window.out[1] = c.height;
   shape.window.in[2] = shape.window.out[2] = c.width;
-  const std::vector<float> xf = floats(transposed(x, c.batch, plane, c.channels)), wf = floats(w), bf = floats(b);
-  const std::vector<float> residualNchw = floats(transposed(residual, c.batch, plane, c.outChannels));
+  const std::vector<float> xf = floats(transposedBlocks(x, c.batch, plane, c.channels)), wf = floats(w), bf = floats(b);
+  const std::vector<float> residualNchw = floats(transposedBlocks(residual, c.batch, plane, c.outChannels));
   cpu::Epilogue e;
   e.activation = ep.activation, e.alpha = ep.alpha, e.beta = ep.beta;
   e.residual = ep.residual ? residualNchw.data() : nullptr;
@@ -79,7 +70,7 @@ void check(const Case& c, const Epilogue& ep, ElementType type) {
   std::vector<float> expectedNchw(static_cast<size_t>(outCount));
   cpu::convolution(shape, xf.data(), wf.data(), ep.bias ? bf.data() : nullptr, e, expectedNchw.data());
   const std::vector<double> expected =
-      transposed(std::vector<double>(expectedNchw.begin(), expectedNchw.end()), c.batch, c.outChannels, plane);
+      transposedBlocks(std::vector<double>(expectedNchw.begin(), expectedNchw.end()), c.batch, c.outChannels, plane);
 
   DeviceBuffer dx(fromValues(x, type)), dw(fromValues(w, type)), dbias(fromValues(b, type));
   DeviceBuffer dresidual(fromValues(residual, type)), dy(byteSize(type, outCount));

@@ -49,15 +49,6 @@ int64_t outSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, in
   return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
 }
 
-// Each of n [rows, cols] blocks transposed: [n, c, hw] -> [n, hw, c] with (c, hw), back with (hw, c).
-std::vector<double> transposed(const std::vector<double>& v, int64_t n, int64_t rows, int64_t cols) {
-  std::vector<double> out(v.size());
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) out[size_t((b * cols + c) * rows + r)] = v[size_t((b * rows + r) * cols + c)];
-  return out;
-}
-
 // A pool's output size, in ceil mode as ONNX's MaxPool makes it (the last window starts inside).
 int64_t pooledSize(int64_t in, const Pool& q) {
   const int64_t span = in + 2 * q.pad - q.kernel;
@@ -126,13 +117,13 @@ void check(const Case& c, const Epilogue& ep, ElementType type, bool xLast, bool
   if (p.pool) expected = pooledOnCpu(expected, c.batch * c.outChannels, p);
 
   const int64_t inPlane = c.inH * c.inW, outPlane = outH * outW;
-  DeviceBuffer dx(fromValues(xLast ? transposed(x, c.batch, c.channels, inPlane) : x, type));
+  DeviceBuffer dx(fromValues(xLast ? transposedBlocks(x, c.batch, c.channels, inPlane) : x, type));
   DeviceBuffer dw(wf), dbias(fromValues(b, type)), dy(byteSize(type, outCount));
   ASSERT_TRUE(launchOverPoison(dy, [&] {
     return smallChannelConv(p, dx.data(), dw.as<float>(), ep.bias ? dbias.data() : nullptr, dy.data(), nullptr);
   }));
   std::vector<double> actual = valuesOf(dy.download(), type);
-  if (yLast) actual = transposed(actual, c.batch, outPlane, c.outChannels);
+  if (yLast) actual = transposedBlocks(actual, c.batch, outPlane, c.outChannels);
   EXPECT_TRUE(closeValues(actual, std::vector<double>(expected.begin(), expected.end()), toleranceFor(type)))
       << "output [" << c.batch << ", " << c.outChannels << ", " << outH << ", " << outW << "]";
 }

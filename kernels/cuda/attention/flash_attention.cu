@@ -12,6 +12,7 @@
 // -inf, rows past Lq are computed and not written.
 #include "flash_attention.h"
 
+#include "kernels/cuda/common/half_bits.cuh"
 #include "kernels/cuda/common/launch.cuh"
 #include "kernels/cuda/common/warp_matrix.cuh"
 
@@ -103,23 +104,6 @@ __device__ __forceinline__ float exp2Approx(float x) {  // exp2(-inf) = 0
   return y;
 }
 #endif
-
-// Two floats as a pair of T (lo at the lower address), as bits.
-template <class T>
-__device__ __forceinline__ uint32_t packPair(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __half>) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  } else {
-    const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&b);
-  }
-}
-template <class T>
-__device__ __forceinline__ Bits bitsOf(float x) {
-  if constexpr (std::is_same_v<T, __half>) return __half_as_ushort(__float2half_rn(x));
-  else return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-}
 
 __device__ __forceinline__ float maskAt(const void* mask, ElementType type, int64_t at) {
   switch (type) {

@@ -1,6 +1,7 @@
 #pragma once
-// How many blocks of a kernel the whole device holds at once: the grid of kernels whose blocks loop
-// over their work items (a persistent grid), so that no second wave starts late and finishes alone.
+// Launch sizing for kernels whose blocks loop over their work items (a persistent grid): how many
+// blocks the whole device holds at once, so that no second wave starts late and finishes alone,
+// and the dynamic shared memory above 48 KiB that a launch has to ask for.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -26,6 +27,18 @@ int residentBlocks(Kernel kernel, int threads, int64_t sharedBytes) {
   (void)kernel, (void)threads, (void)sharedBytes;
 #endif
   return smCounts[device] * std::max(1, perSm);
+}
+
+// Above 48 KiB a block's dynamic shared memory has to be asked for (per device: before every launch).
+template <class Kernel>
+cudaError_t allowSharedBytes(Kernel kernel, int64_t sharedBytes) {
+#if !defined(KILN_CUDA_EMULATION)
+  if (sharedBytes > 48 * 1024)
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sharedBytes));
+#else
+  (void)kernel, (void)sharedBytes;
+#endif
+  return cudaSuccess;
 }
 
 }  // namespace kiln::kernels::cuda

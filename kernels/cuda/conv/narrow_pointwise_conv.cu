@@ -1,6 +1,6 @@
 #include "narrow_pointwise_conv.h"
 
-#include <kernels/cuda/common/device_types.cuh>
+#include <kernels/cuda/common/half_bits.cuh>
 #include <kernels/cuda/common/launch.cuh>
 #include <kernels/cuda/common/resident_blocks.cuh>
 #include <kernels/cuda/common/warp_matrix.cuh>
@@ -16,7 +16,6 @@ namespace {
 constexpr int kColumns = 64;            // output channels a block: 8 mma tiles of 8
 constexpr int kWarps = 4;               // a block's warps, each on its own row tiles
 constexpr int kStageStride = 72;        // floats a staged row: 64 + 8, so the fragments' float2 writes miss no bank
-constexpr int kRuntimeActivation = -1;  // the kernel's activation template argument: read p.activation
 constexpr int64_t kIndexLimit = int64_t(1) << 31;
 
 struct Args {
@@ -30,35 +29,6 @@ struct Args {
   float alpha, beta;
   bool residualBeforeActivation;
 };
-
-// Two values rounded into one 32-bit pair (one conversion instruction on sm_80 and later).
-template <class T>
-__device__ __forceinline__ uint32_t packPair(float low, float high) {
-  uint32_t bits;
-  if constexpr (std::is_same_v<T, __half>) {
-    const __half2 pair = __floats2half2_rn(low, high);
-    std::memcpy(&bits, &pair, 4);
-  } else {
-    const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
-    std::memcpy(&bits, &pair, 4);
-  }
-  return bits;
-}
-
-template <class T>
-__device__ __forceinline__ float valueOf(uint16_t b) {
-  T h;
-  std::memcpy(&h, &b, 2);
-  return float(toCompute(h));
-}
-
-template <int kActivation>
-__device__ __forceinline__ float activate(float v, const Args& p) {
-  if constexpr (kActivation == kRuntimeActivation)
-    return fusedActivation(v, p.activation, p.alpha, p.beta);
-  else
-    return fusedActivation(v, Activation(kActivation), p.alpha, p.beta);  // the switch folds away
-}
 
 // Row tile `tile`'s A fragments (rows 16·tile + g and + 8; k pairs 2t, 2t + 8 of each 16-wide
 // step), zero past the rows and past C (a multiple of 8: a pair is all inside or all outside).
@@ -155,7 +125,7 @@ __global__ void __launch_bounds__(32 * kWarps) narrowPointwiseConvKernel(const _
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (p.residual && p.residualBeforeActivation) value[h] += valueOf<T>(residual[e + h]);
-          value[h] = activate<kActivation>(value[h], p);
+          value[h] = fusedActivationOf<kActivation>(value[h], p.activation, p.alpha, p.beta);
           if (p.residual && !p.residualBeforeActivation) value[h] += valueOf<T>(residual[e + h]);
         }
         result[e / 2] = packPair<T>(value[0], value[1]);
@@ -196,13 +166,7 @@ cudaError_t launch(const NarrowPointwiseConvProblem& p, const Args& a, cudaStrea
   int steps = 0;
   const auto kernel = kernelFor<T>(p, steps);
   const int64_t sharedBytes = sharedBytesOf(steps);
-#if !defined(KILN_CUDA_EMULATION)
-  if (sharedBytes > 48 * 1024)
-    if (const cudaError_t status =
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sharedBytes));
-        status != cudaSuccess)
-      return status;
-#endif
+  if (const cudaError_t status = allowSharedBytes(kernel, sharedBytes); status != cudaSuccess) return status;
   const int64_t columnBlocks = (p.outChannels + kColumns - 1) / kColumns;
   const int64_t resident = std::max<int64_t>(1, residentBlocks(kernel, 32 * kWarps, sharedBytes) / columnBlocks);
   const int64_t blocks = std::min<int64_t>((a.rowTiles + kWarps - 1) / kWarps, resident);

@@ -1,6 +1,7 @@
 #include "small_channel_conv.h"
 
 #include <kernels/cuda/common/device_types.cuh>
+#include <kernels/cuda/common/half_bits.cuh>
 #include <kernels/cuda/common/launch.cuh>
 #include <kernels/cuda/common/resident_blocks.cuh>
 #include <kernels/cuda/common/warp_matrix.cuh>
@@ -16,7 +17,6 @@ namespace {
 constexpr int kColumns = 64;        // output channels a block: a warp's 8 mma tiles of 8
 constexpr int kMaxSegment = 112;    // output pixels a segment: 7 warps of 16 (ResNet stem's output row)
 constexpr int kStagingStride = 72;  // halves a staged pixel: 64 + 8, so a warp's 4-byte writes hit distinct banks
-constexpr int kRuntimeActivation = -1;  // the kernel's activation template argument: read p.activation
 constexpr int64_t kIndexLimit = int64_t(1) << 31;
 constexpr int64_t kMaxSharedBytes = 200 * 1024;
 
@@ -56,29 +56,6 @@ __device__ __forceinline__ int smaller(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int larger(int a, int b) { return a > b ? a : b; }
 // Floor division for a negative numerator too (b > 0).
 __device__ __forceinline__ int floorDiv(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-template <class T>
-__device__ __forceinline__ uint16_t bitsOf(float v) {
-  const T h = fromCompute<T>(v);
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
-}
-
-template <class T>
-__device__ __forceinline__ float valueOf(uint16_t b) {
-  T h;
-  std::memcpy(&h, &b, 2);
-  return float(toCompute(h));
-}
-
-template <int kActivation>
-__device__ __forceinline__ float activate(float v, const Args& p) {
-  if constexpr (kActivation == kRuntimeActivation)
-    return fusedActivation(v, p.activation, p.alpha, p.beta);
-  else
-    return fusedActivation(v, Activation(kActivation), p.alpha, p.beta);  // the switch folds away
-}
 
 // `vector` halves (2, 4 or 8: 4, 8 or 16 bytes) global -> shared without waiting, zeros where
 // !valid (nothing read: the source only has to be an address).
@@ -253,8 +230,9 @@ __global__ void __launch_bounds__(32 * kMaxSegment / 16, 4) smallChannelConvKern
       const int column = tn * 8 + 2 * t;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float v0 = activate<kActivation>(acc[tn][2 * h] + bias[column], p);
-        const float v1 = activate<kActivation>(acc[tn][2 * h + 1] + bias[column + 1], p);
+        const float v0 = fusedActivationOf<kActivation>(acc[tn][2 * h] + bias[column], p.activation, p.alpha, p.beta);
+        const float v1 =
+            fusedActivationOf<kActivation>(acc[tn][2 * h + 1] + bias[column + 1], p.activation, p.alpha, p.beta);
         *reinterpret_cast<uint32_t*>(staging + (warp * 16 + g + 8 * h) * kStagingStride + column) =
             uint32_t(bitsOf<T>(v0)) | uint32_t(bitsOf<T>(v1)) << 16;
       }
@@ -454,14 +432,7 @@ cudaError_t smallChannelConv(const SmallChannelConvProblem& p, const void* x, co
   auto kernel = p.pool
                     ? (half ? kernelFor<__half, true>(p.activation) : kernelFor<__nv_bfloat16, true>(p.activation))
                     : (half ? kernelFor<__half, false>(p.activation) : kernelFor<__nv_bfloat16, false>(p.activation));
-#if !defined(KILN_CUDA_EMULATION)
-  // Above 48 KiB a block's dynamic shared memory has to be asked for (per device: every launch).
-  if (sharedBytes > 48 * 1024)
-    if (const cudaError_t status =
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sharedBytes));
-        status != cudaSuccess)
-      return status;
-#endif
+  if (const cudaError_t status = allowSharedBytes(kernel, sharedBytes); status != cudaSuccess) return status;
   const int64_t columnBlocks = (p.outChannels + kColumns - 1) / kColumns;
   // The resident blocks shared among the column blocks (layers of more than 64 output channels).
   const int64_t resident = std::max<int64_t>(1, residentBlocks(kernel, threads, sharedBytes) / columnBlocks);

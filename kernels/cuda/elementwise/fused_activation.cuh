@@ -53,4 +53,16 @@ __device__ __forceinline__ float fusedActivation(float v, Activation a, float al
   return v;
 }
 
+// A kernel's activation as a template argument: an Activation's value (the switch folds away), or
+// kRuntimeActivation to take `runtime`.
+inline constexpr int kRuntimeActivation = -1;
+
+template <int kActivation>
+__device__ __forceinline__ float fusedActivationOf(float v, Activation runtime, float alpha, float beta) {
+  if constexpr (kActivation == kRuntimeActivation)
+    return fusedActivation(v, runtime, alpha, beta);
+  else
+    return fusedActivation(v, Activation(kActivation), alpha, beta);
+}
+
 }  // namespace kiln::kernels::cuda
