@@ -70,6 +70,26 @@ void checkWorldSizes(const Network& network) {
   }
 }
 
+AxisView axisViewOf(const Layer& layer, const std::vector<int64_t>& dims) {
+  if (dims.empty())
+    throw Error(ErrorCode::kRuntimeError,
+                layer.describe() + ": input 0 must have rank 1 or more to split along an axis");
+  const size_t axis = size_t(normalizeAxis(layer, layer.attrInt(kAxis, 0), int64_t(dims.size())));
+  AxisView v;
+  for (size_t d = 0; d < axis; ++d) v.outer *= dims[d];
+  v.rows = dims[axis];
+  for (size_t d = axis + 1; d < dims.size(); ++d) v.inner *= dims[d];
+  return v;
+}
+
+int64_t rowsPerRank(const Layer& layer, int64_t axisRows, int64_t ranks) {
+  if (axisRows % ranks != 0)
+    throw Error(ErrorCode::kRuntimeError, layer.describe() + ": input 0's dim along axis is " +
+                                              std::to_string(axisRows) + ", which world_size " + std::to_string(ranks) +
+                                              " does not divide");
+  return axisRows / ranks;
+}
+
 }  // namespace collective
 
 namespace {

@@ -23,7 +23,9 @@
 // backends/cpu/ops/collective.cpp.
 #include <kiln/network.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::collective {
 
@@ -49,5 +51,18 @@ int64_t worldSizeOf(const Layer& layer);
 // Throws kiln::Error(kInvalidModel) naming two collective layers of `network` whose world_size
 // differs: one engine runs on one group, so all of its collectives were split for one size.
 void checkWorldSizes(const Network& network);
+
+// A tensor split or joined along the layer's axis, viewed as [outer, rows, inner] (inner in
+// elements): its data is `ranks` contiguous blocks only where outer is 1, else the CPU and CUDA steps
+// lay it out in blocks first.
+struct AxisView {
+  int64_t outer = 1, rows = 1, inner = 1;
+};
+// Throws kiln::Error naming the layer: kRuntimeError for a rank-0 tensor, kInvalidModel for an axis
+// outside `dims`.
+AxisView axisViewOf(const Layer& layer, const std::vector<int64_t>& dims);
+// The rows along the axis (`axisRows` of them) each of `ranks` blocks holds; throws
+// kiln::Error(kRuntimeError) naming the layer where `ranks` does not divide them.
+int64_t rowsPerRank(const Layer& layer, int64_t axisRows, int64_t ranks);
 
 }  // namespace kiln::collective

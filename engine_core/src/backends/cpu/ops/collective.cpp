@@ -76,37 +76,23 @@ Operands operandsOf(KernelContext& ctx) {
 }
 
 // X viewed as [outer, rows, inner bytes] around the layer's axis.
-struct AxisView {
+struct ByteAxisView {
   int64_t outer = 1, rows = 1, innerBytes = 1;
 };
 
-AxisView axisView(const KernelContext& ctx, const HostTensor& x) {
-  if (x.rank() == 0) ctx.fail("input 0 must have rank 1 or more to split along an axis");
-  const size_t axis = size_t(normalizeAxis(ctx.layer(), ctx.layer().attrInt(kAxis, 0), int64_t(x.rank())));
-  AxisView v;
-  for (size_t d = 0; d < axis; ++d) v.outer *= x.dim(d);
-  v.rows = x.dim(axis);
-  v.innerBytes = int64_t(byteSize(x.dtype()));
-  for (size_t d = axis + 1; d < x.rank(); ++d) v.innerBytes *= x.dim(d);
-  return v;
-}
-
-// The rows along the axis each rank's block holds (the axis must split evenly).
-int64_t rowsPerRank(const KernelContext& ctx, const AxisView& v, int64_t ranks) {
-  if (v.rows % ranks != 0)
-    ctx.fail("input 0's dim along axis is " + std::to_string(v.rows) + ", which world_size " + std::to_string(ranks) +
-             " does not divide");
-  return v.rows / ranks;
+ByteAxisView axisView(const KernelContext& ctx, const HostTensor& x) {
+  const AxisView v = axisViewOf(ctx.layer(), x.dims());
+  return {v.outer, v.rows, v.inner * int64_t(byteSize(x.dtype()))};
 }
 
 // [outer, blocks · rows, inner] <-> `blocks` contiguous [outer, rows, inner] blocks.
-void splitIntoBlocks(const void* src, void* dst, const AxisView& v, int64_t blocks, int64_t rows) {
+void splitIntoBlocks(const void* src, void* dst, const ByteAxisView& v, int64_t blocks, int64_t rows) {
   std::vector<uint8_t*> parts;
   for (int64_t b = 0; b < blocks; ++b) parts.push_back(static_cast<uint8_t*>(dst) + b * v.outer * rows * v.innerBytes);
   kernels::splitBlocks(static_cast<const uint8_t*>(src), parts, std::vector<int64_t>(size_t(blocks), rows), v.outer,
                        v.innerBytes);
 }
-void joinBlocks(const void* src, void* dst, const AxisView& v, int64_t blocks, int64_t rows) {
+void joinBlocks(const void* src, void* dst, const ByteAxisView& v, int64_t blocks, int64_t rows) {
   std::vector<const uint8_t*> parts;
   for (int64_t b = 0; b < blocks; ++b)
     parts.push_back(static_cast<const uint8_t*>(src) + b * v.outer * rows * v.innerBytes);
@@ -139,7 +125,7 @@ void reduceKernel(KernelContext& ctx) {
 // (the output itself when nothing lies outside the axis); `receives` says whether this rank gets them.
 template <class Call>
 void gatherAlongAxis(KernelContext& ctx, const HostTensor& x, HostTensor& y, int64_t ranks, bool receives, Call call) {
-  const AxisView v = axisView(ctx, x);
+  const ByteAxisView v = axisView(ctx, x);
   void* gathered = v.outer == 1 ? y.rawData() : ctx.workspace(y.byteSize());
   communicate(ctx, [&] { call(gathered); });
   if (receives && v.outer != 1) joinBlocks(gathered, y.rawData(), v, ranks, v.rows);
@@ -147,8 +133,8 @@ void gatherAlongAxis(KernelContext& ctx, const HostTensor& x, HostTensor& y, int
 
 // X's data as `ranks` contiguous blocks along the axis (X itself when nothing lies outside it).
 const void* blocksAlongAxis(KernelContext& ctx, const HostTensor& x, int64_t ranks) {
-  const AxisView v = axisView(ctx, x);
-  const int64_t rows = rowsPerRank(ctx, v, ranks);
+  const ByteAxisView v = axisView(ctx, x);
+  const int64_t rows = rowsPerRank(ctx.layer(), v.rows, ranks);
   if (v.outer == 1) return x.rawData();
   void* packed = ctx.workspace(x.byteSize());
   splitIntoBlocks(x.rawData(), packed, v, ranks, rows);
@@ -190,8 +176,8 @@ void reduceScatterKernel(KernelContext& ctx) {
 void allToAllKernel(KernelContext& ctx) {
   const auto [x, y, comm] = operandsOf(ctx);
   if (!comm) return;
-  const AxisView v = axisView(ctx, x);
-  const int64_t ranks = comm->size(), rows = rowsPerRank(ctx, v, ranks);
+  const ByteAxisView v = axisView(ctx, x);
+  const int64_t ranks = comm->size(), rows = rowsPerRank(ctx.layer(), v.rows, ranks);
   const int64_t count = x.elementCount() / ranks;
   if (v.outer == 1) return communicate(ctx, [&] { comm->allToAll(x.rawData(), y.rawData(), count, x.dtype()); });
   auto* packed = static_cast<uint8_t*>(ctx.workspace(2 * x.byteSize()));

@@ -29,11 +29,6 @@ bool alongAxis(Kind kind) {
          kind == Kind::kScatter;
 }
 
-// X viewed as [outer, rows, inner] around the layer's axis (inner in elements).
-struct AxisView {
-  int64_t outer = 1, rows = 1, inner = 1;
-};
-
 class CollectiveStep : public DataStep {
  public:
   CollectiveStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature, CudaDevice& device,
@@ -134,27 +129,7 @@ class CollectiveStep : public DataStep {
     }
   }
 
-  AxisView axisView(const TensorView& x) const {
-    const int64_t rank = int64_t(x.dims.size());
-    int64_t axis = layer_.attrInt(kAxis, 0);
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank)
-      fail("attribute axis " + std::to_string(layer_.attrInt(kAxis, 0)) + " is outside input 0's " +
-           std::to_string(rank) + " dims");
-    AxisView v;
-    for (int64_t d = 0; d < axis; ++d) v.outer *= x.dims[size_t(d)];
-    v.rows = x.dims[size_t(axis)];
-    for (int64_t d = axis + 1; d < rank; ++d) v.inner *= x.dims[size_t(d)];
-    return v;
-  }
-
-  // The rows along the axis each rank's block holds (the axis must split evenly).
-  int64_t rowsPerRank(const AxisView& v, int64_t ranks) const {
-    if (v.rows % ranks != 0)
-      fail("input 0's dim along axis is " + std::to_string(v.rows) + ", which world_size " + std::to_string(ranks) +
-           " does not divide");
-    return v.rows / ranks;
-  }
+  AxisView axisView(const TensorView& x) const { return axisViewOf(layer_, x.dims); }
 
   // [outer, blocks · rows, inner] <-> `blocks` contiguous [outer, rows, inner] blocks.
   void splitIntoBlocks(const void* src, void* dst, const TensorView& x, const AxisView& v, int64_t blocks, int64_t rows,
@@ -192,7 +167,7 @@ class CollectiveStep : public DataStep {
   const void* blocksAlongAxis(const StepArgs& args, int64_t ranks, Stream& stream) const {
     const TensorView& x = args.inputs[0];
     const AxisView v = axisView(x);
-    const int64_t rows = rowsPerRank(v, ranks);
+    const int64_t rows = rowsPerRank(layer_, v.rows, ranks);
     if (v.outer == 1) return input(args, 0);
     splitIntoBlocks(input(args, 0), args.workspace, x, v, ranks, rows, stream);
     return args.workspace;
@@ -201,7 +176,7 @@ class CollectiveStep : public DataStep {
   void allToAll(const StepArgs& args, Communicator& comm, Stream& stream) const {
     const TensorView& x = args.inputs[0];
     const AxisView v = axisView(x);
-    const int64_t ranks = comm.size(), rows = rowsPerRank(v, ranks);
+    const int64_t ranks = comm.size(), rows = rowsPerRank(layer_, v.rows, ranks);
     const int64_t count = x.elementCount() / ranks;
     void* s = streamOf(stream);
     if (v.outer == 1)
