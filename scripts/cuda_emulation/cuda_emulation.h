@@ -243,6 +243,42 @@ inline void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
   wait(2);
   for (int e = 0; e < 4; ++e) c[e] = out[e];
 }
+// cvt.rna.tf32.f32: the float's top 19 bits, rounded to nearest with ties away from zero.
+inline uint32_t tf32Of(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7F800000u) != 0x7F800000u) bits += 0x1000u;  // inf and NaN stay as they are
+  return bits & 0xFFFFE000u;
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: c (16x8) += a (16x8) · b (8x8), the
+// operands' low 13 bits ignored. Lane 4g + t holds of a (row g, k t), (g + 8, t), (g, t + 4),
+// (g + 8, t + 4); of b (k t, column g) and (k t + 4, column g); of c rows g, g + 8 at columns 2t, 2t + 1.
+inline void mma1688Tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  const int me = linearId(), l = me & 31, base = me & ~31;
+  for (int i = 0; i < 4; ++i) operandSlots[me][i] = a[i];
+  operandSlots[me][4] = b0;
+  operandSlots[me][5] = b1;
+  wait(2);
+  auto element = [&](int lane, int reg) {
+    const uint32_t bits = operandSlots[base + lane][reg] & 0xFFFFE000u;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  auto aAt = [&](int row, int k) { return element(row % 8 * 4 + k % 4, (row >= 8) + 2 * (k >= 4)); };
+  auto bAt = [&](int k, int n) { return element(n * 4 + k % 4, 4 + (k >= 4)); };
+  float out[4];
+  for (int e = 0; e < 4; ++e) {
+    const int row = l / 4 + (e >= 2 ? 8 : 0), column = 2 * (l % 4) + (e & 1);
+    float sum = c[e];
+    for (int k = 0; k < 8; ++k) sum += aAt(row, k) * bAt(k, column);
+    out[e] = sum;
+  }
+  wait(2);
+  for (int e = 0; e < 4; ++e) c[e] = out[e];
+}
+
 // e4m3fn code -> float (sign, 4 exponent bits of bias 7, 3 mantissa bits; 0x7F / 0xFF NaN).
 inline float e4m3Value(uint8_t code) {
   const int exponent = (code >> 3) & 15, mantissa = code & 7;

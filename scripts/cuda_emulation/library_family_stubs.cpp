@@ -2,8 +2,8 @@
 // convolutions) register nothing in the emulated backend (run_backend.sh): their layers run on the
 // CPU there, except the convolutions Kiln's small-channel kernel takes (fp16 / bf16, static dims,
 // at most 8 input channels: ResNet's stem), which have only that tactic. kiln.Attention has only
-// its fused flash tactics (fp16 / bf16; its two-product step is cuBLASLt's): fp32 layers run on the
-// CPU.
+// its fused flash tactics (fp16 / bf16 / tf32; its two-product step is cuBLASLt's): fp32 layers run
+// on the CPU.
 #include "backends/cuda/cuda_ops.h"
 
 #include <cublasLt.h>
@@ -49,8 +49,8 @@ void registerRecurrentCudaOps(CudaOpRegistry&) {}
 void registerAttentionCudaOps(CudaOpRegistry& registry) {
   CudaOp op;
   op.supports = [](const Layer&, Precision precision, const LayerSignature&) -> SupportVerdict {
-    if (precision == Precision::kFP16 || precision == Precision::kBF16) return {};
-    return {false, "the emulated backend runs only the flash tactics (fp16, bf16)"};
+    if (precision == Precision::kFP16 || precision == Precision::kBF16 || precision == Precision::kTF32) return {};
+    return {false, "the emulated backend runs only the flash tactics (fp16, bf16, tf32)"};
   };
   op.instantiate = makeFlashAttentionStep;
   op.tactics = flashAttentionTactics;

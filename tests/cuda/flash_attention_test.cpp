@@ -1,9 +1,9 @@
-// The flash-attention kernel against the CPU's attention kernel (on the same fp16 / bf16-rounded
-// inputs): odd and tile-edge lengths, Lq != Lk, every padded head dim and sizes between them,
-// K given transposed, masks of several broadcast shapes and types (rows and whole batch-heads
-// hidden by -inf), tensors laid out with strides (a packed QKV), misaligned pointers, both query
-// tiles. The error allowed is relative to the output's scale: fp16 and bf16 round P for the second
-// product, and the output.
+// The flash-attention kernels against the CPU's attention kernel (fp16 / bf16: on the same rounded
+// inputs; fp32 storage with TF32 products: on the fp32 inputs): odd and tile-edge lengths, Lq != Lk, every padded head
+// dim and sizes between them, K given transposed, masks of several broadcast shapes and types (rows and whole
+// batch-heads hidden by -inf), tensors laid out with strides (a packed QKV), misaligned pointers, both query tiles. The
+// error allowed is relative to the output's scale: fp16 and bf16 round P for the second product, and the output; TF32
+// rounds Q, K, V and P to 10 mantissa bits.
 #include "cuda/cuda_test_util.h"
 
 #include <kernels/cpu/attention/attention.h>
@@ -228,7 +228,7 @@ void checkCase(const FlashCase& c, FlashQueryTile tile, const Placements& where,
 
   double scale = 0;
   for (float w : want) scale = std::max(scale, double(std::fabs(w)));
-  const double allowed = (std::is_same_v<T, Float16> ? 5e-3 : 2e-2) * std::max(scale, 1e-3);
+  const double allowed = (std::is_same_v<T, BFloat16> ? 2e-2 : 5e-3) * std::max(scale, 1e-3);
   double worst = 0;
   int64_t worstAt = -1, exactZeros = 0;
   for (int64_t i = 0; i < int64_t(want.size()); ++i) {
@@ -287,11 +287,17 @@ TEST(CudaFlashAttention, MatchesCpuBFloat16) {
   for (const FlashCase& c : kCases) checkDense<BFloat16>(c);
 }
 
+TEST(CudaFlashAttention, MatchesCpuTf32) {
+  KILN_REQUIRE_GPU();
+  for (const FlashCase& c : kCases) checkDense<float>(c);
+}
+
 TEST(CudaFlashAttention, TallQueryTilesMatchCpu) {
   KILN_REQUIRE_GPU();
   for (size_t i : {0u, 2u, 4u, 5u, 8u, 11u, 15u}) {
     checkDense<Float16>(kCases[i], FlashQueryTile::kRows128);
     checkDense<BFloat16>(kCases[i], FlashQueryTile::kRows128);
+    checkDense<float>(kCases[i], FlashQueryTile::kRows128);
   }
 }
 
@@ -300,6 +306,7 @@ TEST(CudaFlashAttention, ShortQueryTilesMatchCpu) {
   for (const FlashCase& c : kCases) {
     checkDense<Float16>(c, FlashQueryTile::kRows32);
     checkDense<BFloat16>(c, FlashQueryTile::kRows32);
+    checkDense<float>(c, FlashQueryTile::kRows32);
   }
 }
 
@@ -320,13 +327,16 @@ TEST(CudaFlashAttention, ReadsAndWritesThroughStrides) {
   for (FlashQueryTile tile : {FlashQueryTile::kRows64, FlashQueryTile::kRows128, FlashQueryTile::kRows32}) {
     checkCase<Float16>(c, tile, where);
     checkCase<BFloat16>(c, tile, where);
+    checkCase<float>(c, tile, where);
   }
 }
 
 TEST(CudaFlashAttention, MisalignedPointersTakeTheElementPath) {
   KILN_REQUIRE_GPU();
-  for (size_t i : {0u, 3u, 7u})
+  for (size_t i : {0u, 3u, 7u}) {
     checkCase<Float16>(kCases[i], FlashQueryTile::kRows64, densePlacements(kCases[i]), kHidden, 1);
+    checkCase<float>(kCases[i], FlashQueryTile::kRows64, densePlacements(kCases[i]), kHidden, 1);
+  }
 }
 
 TEST(CudaFlashAttention, LargeFiniteMaskIsNoHiddenRow) {
@@ -334,6 +344,7 @@ TEST(CudaFlashAttention, LargeFiniteMaskIsNoHiddenRow) {
   // A row masked everywhere by float's lowest (exporters' finfo.min) averages V, as on the CPU.
   FlashCase c{{1, 2}, 6, 10, 32, 32, false, {6, 10}};
   checkCase<Float16>(c, FlashQueryTile::kRows64, densePlacements(c), std::numeric_limits<float>::lowest());
+  checkCase<float>(c, FlashQueryTile::kRows64, densePlacements(c), std::numeric_limits<float>::lowest());
 }
 
 TEST(CudaFlashAttention, RefusesWhatItDoesNotTake) {
@@ -345,7 +356,8 @@ TEST(CudaFlashAttention, RefusesWhatItDoesNotTake) {
   p.headDim = p.valueDim = 64;
   EXPECT_TRUE(flashAttentionTakes(p, ElementType::kFloat16));
   EXPECT_TRUE(flashAttentionTakes(p, ElementType::kBFloat16));
-  EXPECT_FALSE(flashAttentionTakes(p, ElementType::kFloat32));
+  EXPECT_TRUE(flashAttentionTakes(p, ElementType::kFloat32));  // TF32 products
+  EXPECT_FALSE(flashAttentionTakes(p, ElementType::kFloat64));
   FlashAttentionProblem wide = p;
   wide.headDim = kFlashMaxHeadDim + 1;
   EXPECT_FALSE(flashAttentionTakes(wide, ElementType::kFloat16));
@@ -359,6 +371,6 @@ TEST(CudaFlashAttention, RefusesWhatItDoesNotTake) {
                                  ElementType::kFloat16, FlashQueryTile::kRows64, nullptr),
             cudaErrorInvalidValue);
   EXPECT_EQ(launchFlashAttention(p, nullptr, nullptr, nullptr, nullptr, ElementType::kFloat32, nullptr,
-                                 ElementType::kFloat32, FlashQueryTile::kRows64, nullptr),
+                                 ElementType::kFloat64, FlashQueryTile::kRows64, nullptr),
             cudaErrorInvalidValue);
 }

@@ -2,7 +2,7 @@
 // MatMul(Q, Kᵀ) · scale (+ mask) -> Softmax -> MatMul(·, V): K transposed by a Transpose the
 // fusion absorbs or given transposed, with and without masks of several broadcast shapes (one
 // row masked entirely to -inf), odd sizes, batch 1, fp32 (TF32 off), tf32 and fp16; and each
-// flash-attention tactic forced at fp16 and bf16. DISABLED_TimeFlashAgainstTwoProducts (run with
+// flash-attention tactic forced at fp16, bf16 and tf32. DISABLED_TimeFlashAgainstTwoProducts (run with
 // --gtest_also_run_disabled_tests) prints the builder's timings of every tactic at ViT-B/16, BERT
 // and GPT-2 sizes.
 #include <kiln/builder.h>
@@ -175,11 +175,11 @@ TEST(AttentionAgreement, RowMaskedEntirelyGivesZeros) {
 bool isFlash(const std::string& tactic) { return tactic.rfind("cuda.attention.flash.", 0) == 0; }
 
 // Each fused tactic, forced, agrees with the CPU on every case (a row masked entirely where the
-// mask has rows); fp32 and tf32 layers are offered none.
+// mask has rows); tf32 layers get the TF32 kernel's three, fp32 layers (exact products) none.
 TEST(AttentionAgreement, FlashTacticsForcedAgree) {
   KILN_REQUIRE_CUDA_BACKEND();
   for (const AttentionCase& c : kCases)
-    for (Precision precision : {Precision::kFP16, Precision::kBF16}) {
+    for (Precision precision : {Precision::kFP16, Precision::kBF16, Precision::kTF32}) {
       SCOPED_TRACE(c.name + " " + toString(precision));
       const bool maskOneRow = !c.mask.empty() && c.mask.size() >= 2 && c.mask[c.mask.size() - 2] > 1;
       const AttentionModel model = attentionModel(c, maskOneRow);
@@ -200,18 +200,16 @@ TEST(AttentionAgreement, FlashTacticsForcedAgree) {
       }
       EXPECT_EQ(flashTactics, 3) << "the 32-, 64- and 128-row flash tactics are offered";
     }
-  for (Precision precision : {Precision::kFP32, Precision::kTF32}) {
-    const AttentionModel model = attentionModel(kCases[0]);
-    const auto agreement = test::expectBackendsAgree(model.bytes, model.inputs, precision);
-    const LayerSummary* layer = agreement.gpuLayerOfType("kiln.Attention");
-    ASSERT_NE(layer, nullptr);
-    for (const TacticCandidate& candidate : layer->tacticCandidates)
-      EXPECT_FALSE(isFlash(candidate.tactic)) << toString(precision) << " offered " << candidate.tactic;
-  }
+  const AttentionModel model = attentionModel(kCases[0]);
+  const auto agreement = test::expectBackendsAgree(model.bytes, model.inputs, Precision::kFP32);
+  const LayerSummary* layer = agreement.gpuLayerOfType("kiln.Attention");
+  ASSERT_NE(layer, nullptr);
+  for (const TacticCandidate& candidate : layer->tacticCandidates)
+    EXPECT_FALSE(isFlash(candidate.tactic)) << "fp32 offered " << candidate.tactic;
 }
 
 // The builder's timings (median of its timed runs, cudaEvents) of every attention tactic at fp16,
-// printed; the CPU is not run. ViT-B/16 at batch 128, BERT-base at batch 32 with a padding mask,
+// bf16 and tf32, printed; the CPU is not run. ViT-B/16 at batch 128, BERT-base at batch 32 with a padding mask,
 // GPT-2 small at batch 8 with a causal mask.
 TEST(AttentionAgreement, DISABLED_TimeFlashAgainstTwoProducts) {
   KILN_REQUIRE_CUDA_BACKEND();
@@ -224,12 +222,13 @@ TEST(AttentionAgreement, DISABLED_TimeFlashAgainstTwoProducts) {
       {"D=128 B=16 H=16 L=512", {16, 16}, 512, 512, 128, 128, false, {}},
   };
   for (const AttentionCase& c : sizes)
-    for (Precision precision : {Precision::kFP16, Precision::kBF16}) {
+    for (Precision precision : {Precision::kFP16, Precision::kBF16, Precision::kTF32}) {
       const AttentionModel model = attentionModel(c);
       BuilderConfig config;
       config.backend = BackendKind::kCuda;
       config.allowFP16 = precision == Precision::kFP16;
       config.allowBF16 = precision == Precision::kBF16;
+      config.allowTF32 = precision == Precision::kTF32;
       BuildResult build;
       try {
         build = Builder().build(*OnnxImporter().importBytes(model.bytes), config);

@@ -2,7 +2,8 @@
 // Fused scaled dot-product attention on tensor cores (FlashAttention-2's forward pass), with the
 // CPU kernel's semantics (kernels/cpu/attention/attention.h):
 //   out = softmax(q · kᵀ · scale + mask) · v, softmax over the keys,
-// for float16 and bfloat16 storage. A block takes one batch-head and a tile of query rows, walks
+// for float16 and bfloat16 storage, and for float32 storage with TF32 products
+// (flash_attention_tf32.cu). A block takes one batch-head and a tile of query rows, walks
 // the keys in tiles held in shared memory, and keeps the scores in registers: the products run on
 // mma.sync (fp32 accumulation), the softmax online in fp32 (a running maximum and sum per row), so
 // no score ever reaches memory. The mask is added in fp32 before the maximum; a row masked
@@ -47,7 +48,8 @@ struct FlashAttentionProblem {
 // would leave multiprocessors idle (batch 1).
 enum class FlashQueryTile : uint8_t { kRows64, kRows128, kRows32 };
 
-// Whether launchFlashAttention takes this problem and type: float16 or bfloat16, D and Dv from 1
+// Whether launchFlashAttention takes this problem and type: float16, bfloat16 or float32 (its
+// products in TF32: the caller asks for TF32 precision by passing it), D and Dv from 1
 // to kFlashMaxHeadDim, batchRank within its limit, column strides as described.
 bool flashAttentionTakes(const FlashAttentionProblem& p, ElementType type);
 

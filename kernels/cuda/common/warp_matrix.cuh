@@ -4,8 +4,8 @@
 // shared memory to a warp's registers. Lane l gives the address of row l % 8 of matrix l / 8 and
 // receives of matrix i, in r[i], the pair at row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 (8-bit
 // data: row l / 4's bytes 4 (l % 4) .. + 3); with .trans, rows 2 (l % 4) and 2 (l % 4) + 1 of
-// column l / 4; and mma.sync m16n8k16 on fp16 / bf16 with fp32 sums. Under the host emulator (scripts/cuda_emulation)
-// they run by their PTX layouts.
+// column l / 4; mma.sync m16n8k16 on fp16 / bf16 and m16n8k8 on TF32, with fp32 sums. Under the host emulator
+// (scripts/cuda_emulation) they run by their PTX layouts.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -27,6 +27,10 @@ __device__ __forceinline__ void loadMatricesTransposed(uint32_t (&r)[4], const v
 template <class T>
 __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   kiln_emu::mma16816(c, a, b0, b1, !std::is_same_v<T, __half>);
+}
+__device__ __forceinline__ uint32_t tf32Of(float x) { return kiln_emu::tf32Of(x); }
+__device__ __forceinline__ void mma1688Tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  kiln_emu::mma1688Tf32(c, a, b0, b1);
 }
 #else
 __device__ __forceinline__ uint32_t sharedAddress(const void* p) {
@@ -67,6 +71,26 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
         "{%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+// x rounded to TF32 (10 mantissa bits, to nearest, ties away from zero), as mma's operand bits.
+__device__ __forceinline__ uint32_t tf32Of(float x) {
+  uint32_t bits = __float_as_uint(x);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(bits) : "f"(x));
+#endif
+  return bits;
+}
+// c (16x8, fp32) += a (16x8, row-major, TF32) · b (8x8, column-major, TF32). Lane l = 4g + t holds
+// of a (row g, k t), (g + 8, t), (g, t + 4), (g + 8, t + 4); of b (k t, column g) and (k t + 4,
+// column g); of c rows g, g + 8 at columns 2t, 2t + 1.
+__device__ __forceinline__ void mma1688Tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #endif
 }
 #endif

@@ -1,6 +1,7 @@
 // kiln.Attention as one fused kernel (kernels/cuda/attention/flash_attention.h): the scores stay
-// in registers, so nothing goes through the workspace, and fp16 / bf16 products run on tensor
-// cores with fp32 accumulation and an fp32 softmax. The dims are checked by the two-product
+// in registers, so nothing goes through the workspace, and the products run on tensor cores with
+// fp32 accumulation and an fp32 softmax: fp16 / bf16 layers in their storage type, TF32 layers
+// (fp32 storage) on TF32 operands. The dims are checked by the two-product
 // step's plan (attention_plan.h), whose mask strides (0 where the mask broadcasts) the kernel
 // reads directly: a [B, 1, 1, Lk] padding mask or a [1, 1, Lq, Lk] causal one is never expanded.
 #include "cuda_flash_attention.h"
@@ -80,10 +81,11 @@ class FlashAttentionStep : public CudaStep {
         scale_(layer.attrFloat("scale", 1.0f)),
         hasMask_(attentionHasMask(layer)),
         name_(layer.describe()) {
-    if (storage_ != DataType::kFloat16 && storage_ != DataType::kBFloat16)
+    const bool tf32 = tacticPrecision(layer, tactic) == Precision::kTF32 && storage_ == DataType::kFloat32;
+    if (storage_ != DataType::kFloat16 && storage_ != DataType::kBFloat16 && !tf32)
       throw Error(ErrorCode::kUnsupported, name_ + ": the tactic '" + tactic.id +
-                                               "' computes in float16 or bfloat16, not " + std::string(toString(storage_)) +
-                                               "; rebuild the plan");
+                                               "' computes in float16, bfloat16 or TF32, not " +
+                                               std::string(toString(storage_)) + "; rebuild the plan");
   }
 
   std::unique_ptr<StepState> createState() const override { return std::make_unique<FlashAttentionState>(); }
@@ -148,8 +150,8 @@ class FlashAttentionStep : public CudaStep {
 
 std::vector<Tactic> flashAttentionTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
                                           CudaDevice& device) {
-  if (precision != Precision::kFP16 && precision != Precision::kBF16) return {};
-  if (device.properties.major < 8) return {};  // mma.sync m16n8k16 and cp.async: Ampere on
+  if (precision != Precision::kFP16 && precision != Precision::kBF16 && precision != Precision::kTF32) return {};
+  if (device.properties.major < 8) return {};  // mma.sync m16n8k16 / m16n8k8.tf32 and cp.async: Ampere on
   if (inputs.dims.size() < 3 || inputs.dims[kAttentionQ].empty() || inputs.dims[kAttentionK].empty() ||
       inputs.dims[kAttentionV].empty())
     return {};  // dims unknown: the head dims may be past the kernel's

@@ -9,9 +9,10 @@
 
 namespace kiln::cuda {
 
-// "cuda.attention.flash.<fp16|bf16>" (64 query rows a block) and
-// "cuda.attention.flash.q128.<fp16|bf16>" (128), for fp16 / bf16 layers whose head dims the
-// kernel takes (up to 128) on sm_80 or later; none otherwise.
+// "cuda.attention.flash.<fp16|bf16|tf32>" (64 query rows a block),
+// "cuda.attention.flash.q128.<...>" (128) and "cuda.attention.flash.q32.<...>" (32), for fp16, bf16
+// and tf32 layers whose head dims the kernels take (up to 128) on sm_80 or later; none otherwise
+// (fp32 layers keep exact fp32 products).
 std::vector<Tactic> flashAttentionTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
                                           CudaDevice& device);
 bool isFlashAttentionTactic(const Tactic& tactic);
