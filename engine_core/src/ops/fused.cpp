@@ -1,5 +1,6 @@
 // Kiln's fused ops (domain "kiln"), made by the fusion passes in engine_core/src/passes/. Their type
-// and shape inference; the CPU kernels are in backends/cpu/ops/fused.cpp.
+// and shape inference; the CPU kernels are in backends/cpu/ops/fused.cpp (SqueezeExcitation's in
+// squeeze_excitation.cpp beside it).
 //
 // kiln.FusedConv   inputs X, W, [B], [Z]     y = act(conv(X, W) + B + Z)  or  act(conv(X, W) + B) + Z
 //   attributes: base ("Conv" | "ConvTranspose") and all of that op's attributes; the layer's
@@ -15,6 +16,15 @@
 //   pool_pads, pool_ceil_mode, ...) with its opset in pool_opset. Made by FuseConvMaxPool where the
 //   CUDA small-channel kernel runs the whole (the 205 MB stem output of ResNet-50 b128 is never
 //   written); other backends run the FusedConv, then the MaxPool.
+// kiln.SqueezeExcitation inputs X, W1, [B1], W2, [B2]   float32
+//   y = act2(W2 · act1(W1 · mean(X) + B1) + B2): a squeeze-and-excitation block's gate (EfficientNet,
+//   MobileNetV3) without the Mul that applies it. X is [N, C, spatial...] (rank 3 or more), the mean
+//   over its spatial dims; W1 [R, C, 1, ...] and W2 [C2, R, 1, ...] are the two 1x1 convolutions'
+//   filters (X's rank, spatial dims 1), B1 [R] and B2 [C2] their biases. y is [N, C2, 1, ..., 1].
+//   FC1's epilogue is squeeze_activation, squeeze_activation_alpha, squeeze_activation_beta; FC2's
+//   excite_activation, excite_activation_alpha, excite_activation_beta (FusedConv's activation names
+//   and parameters; absent = none). Made by FuseSqueezeExcitation from GlobalAveragePool and two
+//   (Fused)Convs where the CUDA backend runs it as one kernel.
 // kiln.FusedMatMul inputs A, B, [C], [Z]     y = act(base(A, B, C) + Z)  or  act(base(A, B, C)) + Z
 //   base "Gemm" (C is Gemm's C, scaled by its beta) or "MatMul" (C is a bias of shape [N] added
 //   to every row, N = the last output dim). Epilogue attributes as for FusedConv. float32.
@@ -37,6 +47,7 @@
 #include "op_schema.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace kiln {
 namespace {
@@ -84,6 +95,59 @@ void inferFusedConvPool(InferenceContext& ctx) {
   InferenceContext poolCtx(pool, {&convOut}, [](size_t) -> const HostTensor* { return nullptr; });
   maxPool->infer(poolCtx);
   ctx.setOutput(0, poolCtx.output(0).dtype, poolCtx.output(0).shape);
+}
+
+// A known dim of input `i` that must equal `expected` (when that is known too).
+void checkDim(InferenceContext& ctx, size_t input, size_t dim, const Dim& expected, const std::string& what) {
+  const Shape& shape = ctx.inputShape(input);
+  if (!shape.hasRank() || !expected.isKnown() || !shape[dim].isKnown() || shape[dim] == expected) return;
+  ctx.fail("input " + std::to_string(input) + " (" + what + ") has shape " + shape.toString() + "; its dim " +
+           std::to_string(dim) + " must be " + expected.toString());
+}
+
+void inferSqueezeExcitation(InferenceContext& ctx) {
+  namespace se = fused::squeeze_excitation;
+  const char* names[se::kInputCount] = {"X", "W1", "B1", "W2", "B2"};
+  for (size_t i = 0; i < se::kInputCount; ++i)
+    if (ctx.hasInput(i) && ctx.inputType(i) != DataType::kFloat32)
+      ctx.fail("input " + std::to_string(i) + " (" + names[i] + ") must be float32, got " +
+               std::string(toString(ctx.inputType(i))));
+  if (!ctx.hasInput(se::kW1) || !ctx.hasInput(se::kW2))
+    ctx.fail("the filters W1 (input 1) and W2 (input 3) are required");
+  const Shape &x = ctx.inputShape(se::kX), &w1 = ctx.inputShape(se::kW1), &w2 = ctx.inputShape(se::kW2);
+  // The output's rank is X's; the filters have it too.
+  std::optional<size_t> rank;
+  for (const Shape* s : {&x, &w1, &w2})
+    if (s->hasRank()) {
+      if (s->rank() < 3) ctx.fail("X, W1 and W2 need rank 3 or more ([N, C, spatial...]), got " + s->toString());
+      if (rank && *rank != s->rank())
+        ctx.fail("X " + x.toString() + ", W1 " + w1.toString() + " and W2 " + w2.toString() + " must have one rank");
+      rank = s->rank();
+    }
+  for (size_t i : {se::kW1, se::kW2}) {
+    const Shape& w = ctx.inputShape(i);
+    for (size_t d = 2; w.hasRank() && d < w.rank(); ++d)
+      if (w[d].isKnown() && w[d].value() != 1)
+        ctx.fail("input " + std::to_string(i) + " (" + names[i] + ") has shape " + w.toString() +
+                 "; a squeeze-and-excitation filter's spatial dims must all be 1");
+  }
+  const Dim channels = x.hasRank() ? x[1] : Dim::unknown();
+  const Dim reduced = w1.hasRank() ? w1[0] : (w2.hasRank() ? w2[1] : Dim::unknown());
+  const Dim outChannels = w2.hasRank() ? w2[0] : Dim::unknown();
+  checkDim(ctx, se::kW1, 1, channels, "W1, whose dim 1 is X's channels");
+  checkDim(ctx, se::kW2, 1, reduced, "W2, whose dim 1 is W1's output channels");
+  for (auto [bias, length] : {std::pair{se::kB1, reduced}, std::pair{se::kB2, outChannels}}) {
+    if (!ctx.hasInput(bias) || !ctx.inputShape(bias).hasRank()) continue;
+    if (ctx.inputShape(bias).rank() != 1)
+      ctx.fail("input " + std::to_string(bias) + " (" + names[bias] + ") must be 1-D, got " +
+               ctx.inputShape(bias).toString());
+    checkDim(ctx, bias, 0, length, std::string(names[bias]) + ", one value per output channel of its filter");
+  }
+  if (!rank) return ctx.setOutput(0, DataType::kFloat32, Shape::unknownRank());
+  std::vector<Dim> dims(*rank, Dim(1));
+  dims[0] = x.hasRank() ? x[0] : Dim::unknown();
+  dims[1] = outChannels;
+  ctx.setOutput(0, DataType::kFloat32, Shape(std::move(dims)));
 }
 
 void inferFusedMatMul(InferenceContext& ctx) {
@@ -159,6 +223,7 @@ void registerFusedSchemas(OpSchemaRegistry& registry) {
   registry.add({fused::kDomain, fused::kFusedConv, inferFusedConv, 2, 4});
   registry.add({fused::kDomain, fused::kFusedMatMul, inferFusedMatMul, 2, 4});
   registry.add({fused::kDomain, fused::kFusedConvPool, inferFusedConvPool, 2, 3});
+  registry.add({fused::kDomain, fused::kSqueezeExcitation, inferSqueezeExcitation, 4, 5});
   registry.add({fused::kDomain, fused::kPointwise, inferPointwise, 1, -1});
   registry.add({fused::kDomain, fused::kAttention, inferAttention, 3, 4});
 }

@@ -16,6 +16,7 @@ inline constexpr const char* kFusedMatMul = "FusedMatMul";
 inline constexpr const char* kPointwise = "Pointwise";
 inline constexpr const char* kAttention = "Attention";
 inline constexpr const char* kFusedConvPool = "FusedConvPool";
+inline constexpr const char* kSqueezeExcitation = "SqueezeExcitation";
 
 // Epilogue attributes of FusedConv / FusedMatMul.
 inline constexpr const char* kBase = "base";  // ai.onnx op computed first: Conv, ConvTranspose, MatMul, Gemm
@@ -62,6 +63,21 @@ inline Layer poolOfConvPool(const Layer& convPool) {
   pool.outputs = convPool.outputs;
   return pool;
 }
+
+// kiln.SqueezeExcitation: FC1's epilogue attributes named kSqueezePrefix + FusedConv's
+// (squeeze_activation, squeeze_activation_alpha, squeeze_activation_beta), FC2's kExcitePrefix + them.
+inline constexpr const char* kSqueezePrefix = "squeeze_";
+inline constexpr const char* kExcitePrefix = "excite_";
+
+// kiln.SqueezeExcitation's inputs; the biases may be absent (empty names).
+namespace squeeze_excitation {
+inline constexpr size_t kX = 0;
+inline constexpr size_t kW1 = 1;  // [R, C, 1, ...]
+inline constexpr size_t kB1 = 2;  // [R]
+inline constexpr size_t kW2 = 3;  // [C2, R, 1, ...]
+inline constexpr size_t kB2 = 4;  // [C2]
+inline constexpr size_t kInputCount = 5;
+}  // namespace squeeze_excitation
 
 // kiln.Attention's tensors stored with their rows and their last batch dim swapped, [..., L, H, D]
 // for the [..., H, L, D] the attention computes on: how exporters lay out heads around attention,

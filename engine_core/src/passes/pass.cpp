@@ -50,6 +50,7 @@ PassManager PassManager::standard(int optimizationLevel) {
     manager.add(createFoldBatchNormPass());
     manager.add(createFuseConvEpiloguePass());
     manager.add(createFuseConvMaxPoolPass());
+    manager.add(createFuseSqueezeExcitationPass());
     manager.add(createUnflattenGemmPass());
     manager.add(createFuseMatMulEpiloguePass());
   }

@@ -21,6 +21,9 @@ std::unique_ptr<Pass> createFoldBatchNormPass();
 std::unique_ptr<Pass> createFuseConvEpiloguePass();
 // A few-channel 2-D (Fused)Conv read only by a MaxPool -> kiln.FusedConvPool (CUDA builds).
 std::unique_ptr<Pass> createFuseConvMaxPoolPass();
+// GlobalAveragePool -> 1x1 (Fused)Conv -> 1x1 (Fused)Conv, a squeeze-and-excitation gate ->
+// kiln.SqueezeExcitation (CUDA builds).
+std::unique_ptr<Pass> createFuseSqueezeExcitationPass();
 // Reshape -> Gemm -> Reshape around a linear layer on an N-D activation -> MatMul + Add on it.
 std::unique_ptr<Pass> createUnflattenGemmPass();
 // Gemm/MatMul + bias + activation + residual Add -> kiln.FusedMatMul.

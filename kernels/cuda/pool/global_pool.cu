@@ -226,6 +226,35 @@ bool launchPackedChannelsLast(const T* x, T* y, int64_t batch, int64_t channels,
 
 }  // namespace
 
+int64_t globalSumSplits(int64_t batch, int64_t channels, int64_t spatial, ElementType type) {
+  if (type != ElementType::kFloat32 && type != ElementType::kFloat16 && type != ElementType::kBFloat16) return 0;
+  const int v = 16 / int(elementBytes(type));
+  if (batch < 1 || channels < 1 || spatial < 1 || channels % v != 0 || batch > 65535) return 0;
+  return packedSplits(batch, channels, spatial, v);
+}
+
+cudaError_t globalSumPartials(const void* x, float* partials, int64_t batch, int64_t channels, int64_t spatial,
+                              int64_t splits, ElementType type, cudaStream_t stream) {
+  if (splits < 1 || splits > 65535 || splits != globalSumSplits(batch, channels, spatial, type) ||
+      reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    return cudaErrorInvalidValue;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, double>) {
+      return cudaErrorInvalidValue;
+    } else {
+      constexpr int V = 16 / int(sizeof(T));
+      const int64_t groups = channels / V;
+      const unsigned tx = unsigned(std::min<int64_t>(groups, kWarp));
+      const GlobalReduce<float> r{GlobalPoolKind::kAverage, 0.0f, spatial};
+      const dim3 grid(unsigned((groups + tx - 1) / tx), unsigned(batch), unsigned(splits));
+      channelsLastPackedKernel<T, V><<<grid, dim3(tx, kPackedThreads / tx), 0, stream>>>(
+          static_cast<const T*>(x), nullptr, channels, r, partials, batch);
+      return launchStatus();
+    }
+  });
+}
+
 uint64_t globalPoolWorkspaceBytes(int64_t batch, int64_t channels, int64_t spatial, PoolLayout layout,
                                   ElementType type) {
   if (layout != PoolLayout::kChannelsLast || batch < 1 || channels < 1 || batch > 65535) return 0;

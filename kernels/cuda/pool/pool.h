@@ -44,4 +44,13 @@ cudaError_t globalPool(GlobalPoolKind kind, const void* x, void* y, int64_t batc
 uint64_t globalPoolWorkspaceBytes(int64_t batch, int64_t channels, int64_t spatial, PoolLayout layout,
                                   ElementType type);
 
+// Sums of channels-last x [batch, spatial, channels] over its positions, left unfinished in fp32 as
+// [splits][batch][channels] for a kernel that finishes them itself (squeeze_excitation.h): the
+// average pool's packed kernel without its finishing pass. globalSumSplits gives the splits it
+// takes at these dims (its choice; 0 where the packed kernel does not take them: float64, channels
+// not whole 16-byte vectors); globalSumPartials needs x 16-byte aligned and exactly those splits.
+int64_t globalSumSplits(int64_t batch, int64_t channels, int64_t spatial, ElementType type);
+cudaError_t globalSumPartials(const void* x, float* partials, int64_t batch, int64_t channels, int64_t spatial,
+                              int64_t splits, ElementType type, cudaStream_t stream);
+
 }  // namespace kiln::kernels::cuda

@@ -26,17 +26,18 @@ std::optional<kernels::Activation> activationNamed(const std::string& name) {
   return it->second;
 }
 
-FusedEpilogue readFusedEpilogue(const Layer& layer) {
+FusedEpilogue readFusedEpilogue(const Layer& layer, const std::string& prefix) {
   FusedEpilogue e;
-  const std::string name = layer.attrString(fused::kActivation, "");
+  const std::string key = prefix + fused::kActivation;
+  const std::string name = layer.attrString(key, "");
   const auto activation = activationNamed(name);
   if (!activation)
     throw Error(ErrorCode::kInvalidModel,
-                layer.describe() + ": unknown activation '" + name + "'; expected one of " + kActivationNames);
+                layer.describe() + ": unknown " + key + " '" + name + "'; expected one of " + kActivationNames);
   e.activation = *activation;
-  e.alpha = layer.attrFloat(fused::kActivationAlpha, 0.0f);
-  e.beta = layer.attrFloat(fused::kActivationBeta, 0.0f);
-  e.residualBeforeActivation = layer.attrInt(fused::kResidualBeforeActivation, 1) != 0;
+  e.alpha = layer.attrFloat(prefix + fused::kActivationAlpha, 0.0f);
+  e.beta = layer.attrFloat(prefix + fused::kActivationBeta, 0.0f);
+  e.residualBeforeActivation = layer.attrInt(prefix + fused::kResidualBeforeActivation, 1) != 0;
   return e;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// The epilogue attributes of a kiln.FusedConv / kiln.FusedMatMul layer (ops/fused.cpp), read the
-// same way by every backend: which activation, its parameters, and where the residual is added.
+// The epilogue attributes of a kiln.FusedConv / kiln.FusedMatMul layer (ops/fused.cpp), or of either
+// stage of a kiln.SqueezeExcitation, read the same way by every backend: which activation, its
+// parameters, and where the residual is added.
 #include <kiln/network.h>
 
 #include <kernels/cpu/fused/epilogue.h>
@@ -23,8 +24,9 @@ struct FusedEpilogue {
   bool residualBeforeActivation = true;
 };
 
-// A fused layer's epilogue attributes; throws kiln::Error (kInvalidModel) naming the layer for an
-// unknown activation.
-FusedEpilogue readFusedEpilogue(const Layer& layer);
+// A fused layer's epilogue attributes, each named `prefix` + its FusedConv name (a layer with two
+// epilogues, kiln.SqueezeExcitation, prefixes them); throws kiln::Error (kInvalidModel) naming the
+// layer for an unknown activation.
+FusedEpilogue readFusedEpilogue(const Layer& layer, const std::string& prefix = "");
 
 }  // namespace kiln

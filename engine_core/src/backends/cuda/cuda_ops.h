@@ -78,6 +78,7 @@ SupportVerdict firstRefusal(std::initializer_list<SupportVerdict> verdicts);
   X(Indexing)                    \
   X(Resize)                      \
   X(Pool)                        \
+  X(SqueezeExcitation)           \
   X(Softmax)                     \
   X(Norm)                        \
   X(Pointwise)                   \

@@ -2,7 +2,8 @@
 // over Conv applies its epilogue inside the convolution, block by block; other FusedConv and
 // FusedMatMul layers run the base op's own CPU kernel, then the epilogue in one pass over its output;
 // FusedConvPool runs its FusedConv, then its MaxPool, with their own kernels; Pointwise runs its
-// body; Attention has its own kernel (kernels/cpu/attention).
+// body; Attention has its own kernel (kernels/cpu/attention); SqueezeExcitation's is in
+// squeeze_excitation.cpp.
 #include <kernels/cpu/attention/attention.h>
 #include <kernels/cpu/fused/epilogue.h>
 #include <kernels/cpu/layout/strided_copy.h>
@@ -280,12 +281,15 @@ void fusedConvPool(KernelContext& ctx) {
 
 }  // namespace
 
+void registerSqueezeExcitationCpuKernel(CpuKernelRegistry& registry);  // squeeze_excitation.cpp
+
 void registerFusedCpuKernels(CpuKernelRegistry& registry) {
   registry.add(fused::kDomain, fused::kFusedConv, fusedConv);
   registry.add(fused::kDomain, fused::kFusedMatMul, fusedMatMul);
   registry.add(fused::kDomain, fused::kFusedConvPool, fusedConvPool);
   registry.add(fused::kDomain, fused::kPointwise, pointwise);
   registry.add(fused::kDomain, fused::kAttention, attention);
+  registerSqueezeExcitationCpuKernel(registry);
 }
 
 }  // namespace kiln
