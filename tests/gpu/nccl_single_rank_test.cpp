@@ -113,6 +113,7 @@ TEST(NcclSingleRank, DirectCallsMoveEveryType) {
       for (size_t call = 0; call < calls.size(); ++call) {
         ASSERT_EQ(cudaMemset(recv.data, 0, bytes), cudaSuccess);
         calls[call]();
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);  // the copy below runs on another stream
         std::vector<uint8_t> out(bytes);
         ASSERT_EQ(cudaMemcpy(out.data(), recv.data, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
         EXPECT_EQ(out, in) << "call " << call << ", " << count << " values";

@@ -72,10 +72,16 @@ struct Staging {
     std::memcpy(host.data(), device, bytes);
     return host;
   }
-  void toDevice(void* device, const std::vector<std::byte>& host) const {
+  // On the step's stream, waited for: cudaMemcpy from pageable memory may return before its DMA
+  // lands, and the step's next kernel (on a non-blocking stream) read stale bytes on the H200.
+  void toDevice(void* device, const std::vector<std::byte>& host, void* stream) const {
     if (host.empty()) return;
 #ifdef KILN_TESTS_HAVE_CUDA_RUNTIME
-    if (realGpu) return check(cudaMemcpy(device, host.data(), host.size(), cudaMemcpyHostToDevice));
+    if (realGpu) {
+      const auto s = static_cast<cudaStream_t>(stream);
+      check(cudaMemcpyAsync(device, host.data(), host.size(), cudaMemcpyHostToDevice, s));
+      return check(cudaStreamSynchronize(s));
+    }
 #endif
     std::memcpy(device, host.data(), host.size());
   }
@@ -146,7 +152,7 @@ class StagedCommunicator : public Communicator {
       throw;
     }
     gpu_.lock();
-    if (writes) staging_.toDevice(recv, out);
+    if (writes) staging_.toDevice(recv, out, stream);
   }
 
   std::shared_ptr<Communicator> host_;
