@@ -219,29 +219,39 @@ inline float wideOf(uint16_t bits, bool bfloat16) {
   return __half2float(__half(raw));
 }
 
-// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32: c (16x8) += a (16x16) · b (16x8). Lane
-// 4g + t holds of a the pairs (row g, columns 2t, 2t+1), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8),
-// of b (rows 2t, 2t + 1, column g) and (rows 2t + 8, 2t + 9), of c rows g, g + 8 at columns 2t, 2t + 1.
-inline void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, bool bfloat16) {
+// The warp-wide product every mma.sync shape shares: each lane posts its operands, the warp meets,
+// each lane adds to its accumulator elements (rows l / 4 and l / 4 + 8, columns 2 (l % 4) and + 1)
+// the sum over k of aAt(row, k) · bAt(k, column), read from the posted operands of the warp's lanes
+// (base: the warp's first lane), and the warp meets again.
+template <class Acc, class AAt, class BAt>
+inline void warpProduct(Acc (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, int k, AAt aAt, BAt bAt) {
   const int me = linearId(), l = me & 31, base = me & ~31;
   for (int i = 0; i < 4; ++i) operandSlots[me][i] = a[i];
   operandSlots[me][4] = b0;
   operandSlots[me][5] = b1;
   wait(2);
-  auto element = [&](int lane, int reg, int k) {
-    return wideOf(uint16_t(operandSlots[base + lane][reg] >> (16 * (k % 2))), bfloat16);
-  };
-  auto aAt = [&](int row, int k) { return element(row % 8 * 4 + k % 8 / 2, (row >= 8) + 2 * (k >= 8), k); };
-  auto bAt = [&](int k, int n) { return element(n * 4 + k % 8 / 2, 4 + (k >= 8), k); };
-  float out[4];
+  Acc out[4];
   for (int e = 0; e < 4; ++e) {
     const int row = l / 4 + (e >= 2 ? 8 : 0), column = 2 * (l % 4) + (e & 1);
-    float sum = c[e];
-    for (int k = 0; k < 16; ++k) sum += aAt(row, k) * bAt(k, column);
+    Acc sum = c[e];
+    for (int kk = 0; kk < k; ++kk) sum += aAt(base, row, kk) * bAt(base, kk, column);
     out[e] = sum;
   }
   wait(2);
   for (int e = 0; e < 4; ++e) c[e] = out[e];
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32: c (16x8) += a (16x16) · b (16x8). Lane
+// 4g + t holds of a the pairs (row g, columns 2t, 2t+1), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8),
+// of b (rows 2t, 2t + 1, column g) and (rows 2t + 8, 2t + 9), of c rows g, g + 8 at columns 2t, 2t + 1.
+inline void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, bool bfloat16) {
+  auto element = [&](int lane, int reg, int k) {
+    return wideOf(uint16_t(operandSlots[lane][reg] >> (16 * (k % 2))), bfloat16);
+  };
+  warpProduct(
+      c, a, b0, b1, 16,
+      [&](int base, int row, int k) { return element(base + row % 8 * 4 + k % 8 / 2, (row >= 8) + 2 * (k >= 8), k); },
+      [&](int base, int k, int n) { return element(base + n * 4 + k % 8 / 2, 4 + (k >= 8), k); });
 }
 // cvt.rna.tf32.f32: the float's top 19 bits, rounded to nearest with ties away from zero.
 inline uint32_t tf32Of(float x) {
@@ -255,28 +265,16 @@ inline uint32_t tf32Of(float x) {
 // operands' low 13 bits ignored. Lane 4g + t holds of a (row g, k t), (g + 8, t), (g, t + 4),
 // (g + 8, t + 4); of b (k t, column g) and (k t + 4, column g); of c rows g, g + 8 at columns 2t, 2t + 1.
 inline void mma1688Tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  const int me = linearId(), l = me & 31, base = me & ~31;
-  for (int i = 0; i < 4; ++i) operandSlots[me][i] = a[i];
-  operandSlots[me][4] = b0;
-  operandSlots[me][5] = b1;
-  wait(2);
   auto element = [&](int lane, int reg) {
-    const uint32_t bits = operandSlots[base + lane][reg] & 0xFFFFE000u;
+    const uint32_t bits = operandSlots[lane][reg] & 0xFFFFE000u;
     float f;
     std::memcpy(&f, &bits, sizeof f);
     return f;
   };
-  auto aAt = [&](int row, int k) { return element(row % 8 * 4 + k % 4, (row >= 8) + 2 * (k >= 4)); };
-  auto bAt = [&](int k, int n) { return element(n * 4 + k % 4, 4 + (k >= 4)); };
-  float out[4];
-  for (int e = 0; e < 4; ++e) {
-    const int row = l / 4 + (e >= 2 ? 8 : 0), column = 2 * (l % 4) + (e & 1);
-    float sum = c[e];
-    for (int k = 0; k < 8; ++k) sum += aAt(row, k) * bAt(k, column);
-    out[e] = sum;
-  }
-  wait(2);
-  for (int e = 0; e < 4; ++e) c[e] = out[e];
+  warpProduct(
+      c, a, b0, b1, 8,
+      [&](int base, int row, int k) { return element(base + row % 8 * 4 + k % 4, (row >= 8) + 2 * (k >= 4)); },
+      [&](int base, int k, int n) { return element(base + n * 4 + k % 4, 4 + (k >= 4)); });
 }
 
 // e4m3fn code -> float (sign, 4 exponent bits of bias 7, 3 mantissa bits; 0x7F / 0xFF NaN).
@@ -294,27 +292,18 @@ inline float e4m3Value(uint8_t code) {
 // fragment tables for .s8 / .e4m3 at m16n8k32).
 template <class Acc>
 inline void mma16832(Acc (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  const int me = linearId(), l = me & 31, base = me & ~31;
-  for (int i = 0; i < 4; ++i) operandSlots[me][i] = a[i];
-  operandSlots[me][4] = b0;
-  operandSlots[me][5] = b1;
-  wait(2);
-  auto byteOf = [&](int lane, int reg, int k) { return uint8_t(operandSlots[base + lane][reg] >> (8 * (k % 4))); };
-  auto aAt = [&](int row, int k) { return byteOf(row % 8 * 4 + k % 16 / 4, (row >= 8) + 2 * (k >= 16), k); };
-  auto bAt = [&](int k, int n) { return byteOf(n * 4 + k % 16 / 4, 4 + (k >= 16), k); };
-  Acc out[4];
-  for (int e = 0; e < 4; ++e) {
-    const int row = l / 4 + (e >= 2 ? 8 : 0), column = 2 * (l % 4) + (e & 1);
-    Acc sum = c[e];
-    for (int k = 0; k < 32; ++k) {
-      if constexpr (std::is_integral_v<Acc>)  // s32: s8 x s8
-        sum += Acc(int8_t(aAt(row, k))) * Acc(int8_t(bAt(k, column)));
-      else
-        sum += e4m3Value(aAt(row, k)) * e4m3Value(bAt(k, column));
-    }
-    out[e] = sum;
-  }
-  wait(2);
-  for (int e = 0; e < 4; ++e) c[e] = out[e];
+  auto byteOf = [&](int lane, int reg, int k) { return uint8_t(operandSlots[lane][reg] >> (8 * (k % 4))); };
+  auto value = [](uint8_t code) {
+    if constexpr (std::is_integral_v<Acc>)  // s32: s8 x s8
+      return Acc(int8_t(code));
+    else
+      return e4m3Value(code);
+  };
+  warpProduct(
+      c, a, b0, b1, 32,
+      [&](int base, int row, int k) {
+        return value(byteOf(base + row % 8 * 4 + k % 16 / 4, (row >= 8) + 2 * (k >= 16), k));
+      },
+      [&](int base, int k, int n) { return value(byteOf(base + n * 4 + k % 16 / 4, 4 + (k >= 16), k)); });
 }
 }  // namespace kiln_emu
