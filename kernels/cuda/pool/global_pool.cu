@@ -200,6 +200,17 @@ __global__ void splitsFinishKernel(const GlobalAcc<T>* __restrict__ partials, T*
   }
 }
 
+// The packed kernel over `splits` position splits: finished into y, or (partials) left as sums.
+template <class T, int V>
+void launchPacked(const T* x, T* y, int64_t batch, int64_t channels, const GlobalReduce<GlobalAcc<T>>& r,
+                  GlobalAcc<T>* partials, int64_t splits, cudaStream_t stream) {
+  const int64_t groups = channels / V;
+  const unsigned tx = unsigned(std::min<int64_t>(groups, kWarp));
+  const dim3 grid(unsigned((groups + tx - 1) / tx), unsigned(batch), unsigned(splits));
+  channelsLastPackedKernel<T, V>
+      <<<grid, dim3(tx, kPackedThreads / tx), 0, stream>>>(x, y, channels, r, partials, batch);
+}
+
 template <class T>
 bool launchPackedChannelsLast(const T* x, T* y, int64_t batch, int64_t channels, const GlobalReduce<GlobalAcc<T>>& r,
                               void* workspace, uint64_t workspaceBytes, cudaStream_t stream) {
@@ -209,14 +220,10 @@ bool launchPackedChannelsLast(const T* x, T* y, int64_t batch, int64_t channels,
     constexpr int V = 16 / int(sizeof(T));
     const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
     if (channels % V != 0 || !aligned(x) || !aligned(y) || batch > 65535) return false;
-    const int64_t groups = channels / V;
-    const unsigned tx = unsigned(std::min<int64_t>(groups, kWarp));
-    const dim3 block(tx, kPackedThreads / tx);
     int64_t splits = packedSplits(batch, channels, r.spatial, V);
     if (workspaceBytes < uint64_t(splits * batch * channels) * sizeof(GlobalAcc<T>)) splits = 1;
-    const dim3 grid(unsigned((groups + tx - 1) / tx), unsigned(batch), unsigned(splits));
     auto* partials = splits > 1 ? static_cast<GlobalAcc<T>*>(workspace) : nullptr;
-    channelsLastPackedKernel<T, V><<<grid, block, 0, stream>>>(x, y, channels, r, partials, batch);
+    launchPacked<T, V>(x, y, batch, channels, r, partials, splits, stream);
     if (partials)
       splitsFinishKernel<T>
           <<<gridFor(batch * channels), kThreadsPerBlock, 0, stream>>>(partials, y, batch * channels, splits, r);
@@ -243,13 +250,9 @@ cudaError_t globalSumPartials(const void* x, float* partials, int64_t batch, int
     if constexpr (std::is_same_v<T, double>) {
       return cudaErrorInvalidValue;
     } else {
-      constexpr int V = 16 / int(sizeof(T));
-      const int64_t groups = channels / V;
-      const unsigned tx = unsigned(std::min<int64_t>(groups, kWarp));
       const GlobalReduce<float> r{GlobalPoolKind::kAverage, 0.0f, spatial};
-      const dim3 grid(unsigned((groups + tx - 1) / tx), unsigned(batch), unsigned(splits));
-      channelsLastPackedKernel<T, V><<<grid, dim3(tx, kPackedThreads / tx), 0, stream>>>(
-          static_cast<const T*>(x), nullptr, channels, r, partials, batch);
+      launchPacked<T, 16 / int(sizeof(T))>(static_cast<const T*>(x), nullptr, batch, channels, r, partials, splits,
+                                           stream);
       return launchStatus();
     }
   });
@@ -257,11 +260,8 @@ cudaError_t globalSumPartials(const void* x, float* partials, int64_t batch, int
 
 uint64_t globalPoolWorkspaceBytes(int64_t batch, int64_t channels, int64_t spatial, PoolLayout layout,
                                   ElementType type) {
-  if (layout != PoolLayout::kChannelsLast || batch < 1 || channels < 1 || batch > 65535) return 0;
-  if (type != ElementType::kFloat32 && type != ElementType::kFloat16 && type != ElementType::kBFloat16) return 0;
-  const int v = 16 / int(elementBytes(type));
-  if (channels % v != 0) return 0;
-  const int64_t splits = packedSplits(batch, channels, spatial, v);
+  if (layout != PoolLayout::kChannelsLast) return 0;
+  const int64_t splits = globalSumSplits(batch, channels, spatial, type);
   return splits > 1 ? uint64_t(splits * batch * channels) * sizeof(float) : 0;
 }
 

@@ -25,30 +25,21 @@ namespace se = fused::squeeze_excitation;
 
 const std::string kTacticPrefix = "cuda.squeeze_excitation.";
 
-bool present(const Layer& layer, size_t i) { return i < layer.inputs.size() && !layer.inputs[i].empty(); }
-
 int64_t spatialOf(const std::vector<int64_t>& x) {
   int64_t spatial = 1;
   for (size_t d = 2; d < x.size(); ++d) spatial *= x[d];
   return spatial;
 }
 
-// The kernel's dims for X [N, C, spatial...], W1 [R, C, 1...] and W2 [C2, R, 1...]; nullopt
-// where they do not fit together or the kernel refuses them.
-std::optional<k::SqueezeExcitation> dimsOf(const LayerShapes& inputs) {
-  if (inputs.size() <= se::kW2) return {};
-  const auto &x = inputs[se::kX], &w1 = inputs[se::kW1], &w2 = inputs[se::kW2];
+// `activations` with the kernel's dims for X [N, C, spatial...], W1 [R, C, 1...] and W2 [C2, R,
+// 1...]; nullopt where they do not fit together or the kernel refuses them.
+std::optional<k::SqueezeExcitation> problemOf(const std::vector<int64_t>& x, const std::vector<int64_t>& w1,
+                                              const std::vector<int64_t>& w2, k::SqueezeExcitation activations = {}) {
   if (x.size() < 3 || w1.size() < 2 || w2.size() < 2 || w1[1] != x[1] || w2[1] != w1[0]) return {};
-  k::SqueezeExcitation p;
+  k::SqueezeExcitation p = activations;
   p.batch = x[0], p.channels = x[1], p.spatial = spatialOf(x), p.hidden = w1[0], p.outChannels = w2[0];
   if (!k::squeezeExcitationTakes(p)) return {};
   return p;
-}
-
-LayerShapes dimsOfViews(std::span<const TensorView> views) {
-  LayerShapes dims;
-  for (const TensorView& view : views) dims.push_back(view.dims);
-  return dims;
 }
 
 class SqueezeExcitationStep : public CudaStep {
@@ -58,8 +49,8 @@ class SqueezeExcitationStep : public CudaStep {
                  storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
         layout_(tactic.inputFormat(se::kX) == TensorFormat::kNHWC ? k::PoolLayout::kChannelsLast
                                                                   : k::PoolLayout::kChannelsFirst),
-        hasB1_(present(layer, se::kB1)),
-        hasB2_(present(layer, se::kB2)),
+        hasB1_(layer.hasInput(se::kB1)),
+        hasB2_(layer.hasInput(se::kB2)),
         name_(layer.describe()) {
     const FusedEpilogue squeeze = readFusedEpilogue(layer, fused::kSqueezePrefix);
     const FusedEpilogue excite = readFusedEpilogue(layer, fused::kExcitePrefix);
@@ -70,12 +61,14 @@ class SqueezeExcitationStep : public CudaStep {
   }
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
-    const auto p = dimsOf(dimsOfViews(inputs));
+    if (inputs.size() <= se::kW2) return 0;
+    const auto p = problemOf(inputs[se::kX].dims, inputs[se::kW1].dims, inputs[se::kW2].dims);
     return p ? k::squeezeExcitationWorkspaceBytes(*p, layout_, elementType(inputs[se::kX])) : 0;
   }
 
   void enqueue(const StepArgs& args, Stream& stream) const override {
-    auto p = dimsOf(dimsOfViews(args.inputs));
+    const auto p =
+        problemOf(args.inputs[se::kX].dims, args.inputs[se::kW1].dims, args.inputs[se::kW2].dims, activations_);
     if (!p)
       throw Error(ErrorCode::kUnsupported, name_ + ": input " + dimsToString(args.inputs[se::kX].dims) +
                                                " with filters " + dimsToString(args.inputs[se::kW1].dims) + " and " +
@@ -84,9 +77,6 @@ class SqueezeExcitationStep : public CudaStep {
                                                std::to_string(k::kSqueezeExcitationMaxValues) +
                                                " channels and hidden values); rebuild the plan");
     if (p->batch == 0) return;
-    p->squeeze = activations_.squeeze, p->squeezeAlpha = activations_.squeezeAlpha;
-    p->squeezeBeta = activations_.squeezeBeta, p->excite = activations_.excite;
-    p->exciteAlpha = activations_.exciteAlpha, p->exciteBeta = activations_.exciteBeta;
     const TensorView& gate = args.outputs[0];
     check(k::squeezeExcitation(*p, input(args, se::kX), input(args, se::kW1), hasB1_ ? input(args, se::kB1) : nullptr,
                                input(args, se::kW2), hasB2_ ? input(args, se::kB2) : nullptr, gate.data, layout_,
@@ -104,7 +94,9 @@ std::vector<Tactic> squeezeExcitationTactics(const Layer&, Precision precision, 
                                              CudaDevice&) {
   Tactic t;
   t.id = kTacticPrefix + precisionTag(precision);
-  const auto p = dimsOf(inputs.dims);
+  const auto p = inputs.dims.size() > se::kW2
+                     ? problemOf(inputs.dims[se::kX], inputs.dims[se::kW1], inputs.dims[se::kW2])
+                     : std::nullopt;
   if (p) {  // either layout the plan gives
     const DataType storage = storageOf(inputs.types.empty() ? DataType::kFloat32 : inputs.types[0], precision);
     if (const auto type = elementTypeOf(storage))
