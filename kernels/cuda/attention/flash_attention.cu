@@ -32,6 +32,12 @@ using namespace flash;
 constexpr int kKeyTile = 64;  // keys per shared tile
 constexpr int kPad = 8;       // halves of padding per shared row
 
+// How K's tiles arrive: K as [Lk, D] (keys are its rows), or transposed [D, Lk] (keys are its
+// columns) with rows that cp.async can copy, or with rows off 16-byte boundaries, whose elements go
+// through registers a tile ahead, the loads in flight while the warps compute S and its softmax
+// (the TF32 kernel copies such rows element by element).
+enum class KeyLayout { kRows, kColumns, kColumnsStaged };
+
 // The shared-memory layout of one kernel: Q's tile first (moved to registers before the loop),
 // then the same memory holds K's tile followed by V's.
 template <int kD, int kWarps, bool kKeyTransposed>

@@ -30,11 +30,6 @@ struct Args {
   bool vectorQ, vectorK, vectorV, pairedOut;  // 16-byte copies of Q, K, V rows; paired output stores
 };
 
-// How K's tiles arrive: K as [Lk, D] (keys are its rows), or transposed [D, Lk] (keys are its
-// columns) with rows that cp.async can copy, or with rows off 16-byte boundaries, whose elements go
-// through registers a tile ahead, the loads in flight while the warps compute S and its softmax.
-enum class KeyLayout { kRows, kColumns, kColumnsStaged };
-
 __host__ __device__ __forceinline__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
 #if defined(KILN_CUDA_EMULATION)
