@@ -3,7 +3,8 @@
 // spatial sizes (1x1 + bias + Relu, a 3x3 between, 1x1 + bias + residual + Relu, a 1x1 shortcut
 // without bias), and a 1x1 with SiLU (an activation cuBLASLt's epilogue lacks, so Kiln's
 // elementwise kernels finish it) between a linear graph input and a linear graph output, strided
-// ones (input pixels gathered first), in fp16, bf16, fp32 and tf32 (the narrow kernel: fp16, bf16).
+// ones (input pixels gathered first) and patch embeddings, in fp16, bf16, fp32 and tf32 (the narrow
+// kernel: fp16, bf16).
 #include "common/test_models.h"
 #include "gpu/backend_agreement.h"
 
@@ -122,4 +123,41 @@ TEST(GemmConvAgreement, NarrowKernelOnBottlenecksAndProjections) {
   expectNarrowAgreement(siluProjection(x), x, {"project"});
   const std::vector<int64_t> y{2, 24, 13, 5};
   expectNarrowAgreement(siluProjection(y, 3), y, {"project"});
+}
+
+namespace {
+
+// x [N, C, H, W] -> Conv (kernel kh x kw, stride sh x sw, bias) -> Relu: a patch embedding.
+ModelBuilder patchEmbedding(const std::vector<int64_t>& x, int64_t outChannels, std::vector<int64_t> kernel,
+                            std::vector<int64_t> strides) {
+  ModelBuilder mb;
+  mb.input("x", kFloat, x).output("y");
+  mb.initializer("patch_w", test::randomFloats({outChannels, x[1], kernel[0], kernel[1]}, 450, -0.3f, 0.3f));
+  mb.initializer("patch_b", test::randomFloats({outChannels}, 451));
+  auto& node = mb.node("Conv", {"x", "patch_w", "patch_b"}, {"patch"}, "patch");
+  ModelBuilder::setInts(node, "strides", strides);
+  mb.node("Relu", {"patch"}, {"y"}, "patch_relu");
+  return mb;
+}
+
+}  // namespace
+
+// Patch embeddings (unpadded windows no wider than their stride, ViT's stem) gather each output
+// pixel's patch, then one product: square patches on an image whose last rows and columns fall
+// outside every window, a kernel narrower than its stride, a 2x3 window; cuBLASLt at every
+// precision and the narrow kernel where C·kh·kw fits it (48 and 24 here).
+TEST(GemmConvAgreement, PatchEmbeddingsAtOddSizes) {
+  KILN_REQUIRE_CUDA_BACKEND();
+  struct Case {
+    std::vector<int64_t> x, kernel, strides;
+  };
+  for (const Case& c : {Case{{2, 3, 35, 29}, {4, 4}, {4, 4}}, Case{{1, 3, 17, 22}, {3, 3}, {4, 5}},
+                        Case{{3, 4, 11, 13}, {2, 3}, {2, 3}}}) {
+    SCOPED_TRACE(testing::PrintToString(c.x) + " kernel " + testing::PrintToString(c.kernel));
+    const ModelBuilder model = patchEmbedding(c.x, 24, c.kernel, c.strides);
+    expectAgreement(model, c.x, {"patch"}, "cublaslt.conv.patch.{}.h0");
+    const int64_t patch = c.x[1] * c.kernel[0] * c.kernel[1];
+    if (patch % 8 == 0 && patch <= 128)
+      expectAgreement(model, c.x, {"patch"}, "kiln.conv.patch.narrow.{}", {Precision::kFP16, Precision::kBF16});
+  }
 }

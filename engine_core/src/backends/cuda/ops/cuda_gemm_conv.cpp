@@ -1,5 +1,5 @@
-// Pointwise Conv / kiln.FusedConv as one cuBLASLt product, or Kiln's narrow pointwise kernel
-// (gemm_conv.h).
+// Pointwise and patch Conv / kiln.FusedConv as one cuBLASLt product, or Kiln's narrow pointwise
+// kernel (gemm_conv.h).
 //
 // The product is a fused MatMul's: matmul_plan.h decides which parts of the epilogue cuBLASLt
 // takes (bias and ReLU / GELU in its epilogue, a residual added before the activation as its C
@@ -30,29 +30,41 @@ namespace {
 
 namespace k = kernels::cuda;
 
+// Ids name the window: a 1x1 (strided or not) or a wider patch.
 const std::string kTacticPrefix = "cublaslt.conv1x1.";
+const std::string kPatchTacticPrefix = "cublaslt.conv.patch.";
 const std::string kNarrowTacticPrefix = "kiln.conv1x1.narrow.";
+const std::string kNarrowPatchTacticPrefix = "kiln.conv.patch.narrow.";
 
-bool isNarrowTactic(const std::string& tacticId) { return tacticId.rfind(kNarrowTacticPrefix, 0) == 0; }
+bool startsWith(const std::string& id, const std::string& prefix) { return id.rfind(prefix, 0) == 0; }
+
+bool isNarrowTactic(const std::string& tacticId) {
+  return startsWith(tacticId, kNarrowTacticPrefix) || startsWith(tacticId, kNarrowPatchTacticPrefix);
+}
 
 Layer baseOf(const Layer& layer) { return layer.domain == fused::kDomain ? fused::baseLayer(layer) : layer; }
 
-// A 1x1, unpadded 2-D convolution of one group: its output size and strides (a strided one, as
-// ResNet's downsampling shortcuts, reads every stride-th pixel: a gather, then the same product).
-struct PointwiseWindow {
-  int64_t outH = 0, outW = 0, strideH = 1, strideW = 1;
-  bool strided() const { return strideH != 1 || strideW != 1; }
+// An unpadded, undilated 2-D convolution of one group whose windows do not overlap (each kernel
+// extent at most its stride): a 1x1 (ResNet's bottleneck products), a strided 1x1 (its downsampling
+// shortcuts) or a patch embedding (ViT's 16x16 stride-16 stem). Its im2col is a gather that reads
+// every input element at most once, [N·H'·W', C·kh·kw] in the filter's (c, i, j) order, and the
+// convolution one product; a dense 1x1 reads the image as it lies.
+struct PatchWindow {
+  int64_t outH = 0, outW = 0, strideH = 1, strideW = 1, kernelH = 1, kernelW = 1;
+  bool gathered() const { return strideH != 1 || strideW != 1 || kernelH != 1 || kernelW != 1; }
+  int64_t patchSize() const { return kernelH * kernelW; }
 };
 
-std::optional<PointwiseWindow> pointwiseWindowOf(const Layer& base, const std::vector<int64_t>& x,
-                                                 const std::vector<int64_t>& w) {
-  if (x.size() != 4 || w.size() != 4 || w[1] != x[1] || w[2] != 1 || w[3] != 1) return std::nullopt;
+std::optional<PatchWindow> patchWindowOf(const Layer& base, const std::vector<int64_t>& x,
+                                         const std::vector<int64_t>& w) {
+  if (x.size() != 4 || w.size() != 4 || w[1] != x[1]) return std::nullopt;
   if (base.opType != "Conv" || base.attrInt("group", 1) != 1) return std::nullopt;
   const kernels::SpatialWindow win = forwardConvShape(base, x, w).window;  // H and W at spatial indices 1 and 2
   for (int a = 1; a < 3; ++a)
-    if (win.kernel[a] != 1 || win.padBegin[a] != 0 || win.out[a] != (win.in[a] - 1) / win.stride[a] + 1)
+    if (win.kernel[a] > win.stride[a] || win.dilation[a] != 1 || win.padBegin[a] != 0 ||
+        win.out[a] != (win.in[a] - win.kernel[a]) / win.stride[a] + 1)
       return std::nullopt;
-  return PointwiseWindow{win.out[1], win.out[2], win.stride[1], win.stride[2]};
+  return PatchWindow{win.out[1], win.out[2], win.stride[1], win.stride[2], win.kernel[1], win.kernel[2]};
 }
 
 // The product as a fused MatMul's: A = X [N·H·W, C], B = W [K, C] (transposed), bias along K.
@@ -68,12 +80,12 @@ MatMulSpec productSpecOf(const Layer& layer, const ConvSpec& conv, Precision pre
   return s;
 }
 
-Geometry pointwiseGeometryOf(const MatMulSpec& s, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
-                             const PointwiseWindow& window) {
+Geometry patchGeometryOf(const MatMulSpec& s, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                         const PatchWindow& window) {
   Geometry g;
   g.m = x[0] * window.outH * window.outW;
   g.n = w[0];
-  g.k = x[1];
+  g.k = x[1] * window.patchSize();
   g.outputElements = g.m * g.n;
   g.empty = g.outputElements == 0;
   if (s.hasC) {
@@ -85,7 +97,7 @@ Geometry pointwiseGeometryOf(const MatMulSpec& s, const std::vector<int64_t>& x,
 
 struct Formats {
   bool x = false, residual = false, y = false;  // channels-last as bound
-  bool gatherX = false;                         // a strided window: X's pixels gathered (and made NHWC)
+  bool gatherX = false;                         // a strided or patch window: X's patches gathered
 };
 
 // Workspace: the NHWC copies of a linear input, residual and output, the epilogue's scratch, then
@@ -132,7 +144,7 @@ WorkspaceLayout layoutOf(const MatMulSpec& s, const Geometry& g, const Formats& 
 struct ShapeEntry {
   std::vector<int64_t> x;
   uint32_t alignment = 0;
-  PointwiseWindow window;
+  PatchWindow window;
   Geometry geometry;
   Fusion fusion;
   std::unique_ptr<LtGemm> gemm;
@@ -160,17 +172,17 @@ class GemmConvStep : public CudaStep {
         formats_{tactic.inputFormat(kConvX) == TensorFormat::kNHWC,
                  tactic.inputFormat(kConvResidual) == TensorFormat::kNHWC, tactic.outputFormat == TensorFormat::kNHWC},
         name_(layer.describe()) {
-    formats_.gatherX = isStrided(layer);
     const HostTensor* w = weight(kConvW);
     if (!w || w->rank() != 4)
-      throw Error(ErrorCode::kInvalidArgument, name_ + ": the 1x1 product tactic needs a constant [K, C, 1, 1] filter");
+      throw Error(ErrorCode::kInvalidArgument, name_ + ": the product tactic needs a constant [K, C, kh, kw] filter");
+    formats_.gatherX = isStrided(layer) || w->dims()[2] != 1 || w->dims()[3] != 1;
   }
 
   uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
     if (inputs.size() <= kConvW || inputs[kConvX].dims.size() != 4) return 0;
-    const auto window = pointwiseWindowOf(base_, inputs[kConvX].dims, inputs[kConvW].dims);
+    const auto window = patchWindowOf(base_, inputs[kConvX].dims, inputs[kConvW].dims);
     if (!window) return 0;  // the launch reports it
-    const Geometry g = pointwiseGeometryOf(spec_, inputs[kConvX].dims, inputs[kConvW].dims, *window);
+    const Geometry g = patchGeometryOf(spec_, inputs[kConvX].dims, inputs[kConvW].dims, *window);
     return layoutOf(spec_, g, formats_, cublasBytes()).total();
   }
 
@@ -195,14 +207,15 @@ class GemmConvStep : public CudaStep {
     const std::vector<int64_t>& xd = args.inputs[kConvX].dims;
     const std::vector<int64_t>& yd = out.dims;  // [N, K, H', W'] whatever its format
     const int64_t channels = entry.geometry.n;
-    if (formats_.gatherX) {  // dense NHWC [N, H', W', C] of every stride-th pixel
-      const PointwiseWindow& win = entry.window;
+    if (formats_.gatherX) {  // dense [N, H', W', C, kh, kw]: each output pixel's patch, the filter's order
+      const PatchWindow& win = entry.window;
       const int64_t c = xd[1], h = xd[2], w = xd[3];
       const std::vector<int64_t> strides =
-          formats_.x ? std::vector<int64_t>{h * w * c, win.strideH * w * c, win.strideW * c, 1}
-                     : std::vector<int64_t>{c * h * w, win.strideH * w, win.strideW, h * w};
-      check(k::copyStrided(x, workspace + l.xAt(), {xd[0], win.outH, win.outW, c}, strides, type, s),
-            "gathering its strided input");
+          formats_.x ? std::vector<int64_t>{h * w * c, win.strideH * w * c, win.strideW * c, 1, w * c, c}
+                     : std::vector<int64_t>{c * h * w, win.strideH * w, win.strideW, h * w, w, 1};
+      check(k::copyStrided(x, workspace + l.xAt(), {xd[0], win.outH, win.outW, c, win.kernelH, win.kernelW}, strides,
+                           type, s),
+            "gathering its input's patches");
       x = workspace + l.xAt();
     } else if (l.x) {
       check(k::nchwToNhwc(x, workspace + l.xAt(), xd[0], xd[1], xd[2], xd[3], type, s), "re-laying out its input");
@@ -257,13 +270,13 @@ class GemmConvStep : public CudaStep {
     auto entry = std::make_unique<ShapeEntry>();
     entry->x = x;
     entry->alignment = alignment;
-    const auto window = pointwiseWindowOf(base_, x, args.inputs[kConvW].dims);
-    if (!window || window->strided() != formats_.gatherX)
+    const auto window = patchWindowOf(base_, x, args.inputs[kConvW].dims);
+    if (!window || window->gathered() != formats_.gatherX)
       throw Error(ErrorCode::kInvalidArgument, name_ + ": X " + dimsToString(x) + " and its filter " +
                                                    dimsToString(args.inputs[kConvW].dims) +
-                                                   " do not make the unpadded 1x1 convolution it was built for");
+                                                   " do not make the unpadded convolution it was built for");
     entry->window = *window;
-    entry->geometry = pointwiseGeometryOf(spec_, x, args.inputs[kConvW].dims, *window);
+    entry->geometry = patchGeometryOf(spec_, x, args.inputs[kConvW].dims, *window);
     const Geometry& g = entry->geometry;
     if (g.outputElements != args.outputs[0].elementCount())
       throw Error(ErrorCode::kInternal, name_ + ": its product makes " + std::to_string(g.outputElements) +
@@ -333,7 +346,7 @@ class GemmConvStep : public CudaStep {
 }  // namespace
 
 bool isGemmConvTactic(const std::string& tacticId) {
-  return tacticId.rfind(kTacticPrefix, 0) == 0 || isNarrowTactic(tacticId);
+  return startsWith(tacticId, kTacticPrefix) || startsWith(tacticId, kPatchTacticPrefix) || isNarrowTactic(tacticId);
 }
 
 std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
@@ -342,17 +355,18 @@ std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, con
       !inputs.weights[kConvW])
     return {};
   const std::vector<int64_t>&x = inputs.dims[kConvX], &w = inputs.dims[kConvW];
-  const auto window = pointwiseWindowOf(baseOf(layer), x, w);
+  const auto window = patchWindowOf(baseOf(layer), x, w);
   if (!window || elementCount(x) == 0) return {};
   std::vector<Tactic> tactics;
   try {
     const DataType declared = inputs.types.empty() ? DataType::kFloat32 : inputs.types[0];
     const ConvSpec conv = convSpecOf(layer, precision, declared);
     const MatMulSpec spec = productSpecOf(layer, conv, precision, declared);
-    const Geometry g = pointwiseGeometryOf(spec, x, w, *window);
+    const Geometry g = patchGeometryOf(spec, x, w, *window);
+    const bool patch = window->patchSize() != 1;
     if (narrowKernelTakes(spec, g)) {
       Tactic& t = tactics.emplace_back();
-      t.id = kNarrowTacticPrefix + std::string(precisionTag(precision));
+      t.id = (patch ? kNarrowPatchTacticPrefix : kNarrowTacticPrefix) + std::string(precisionTag(precision));
       t.workspaceBytes = layoutOf(spec, g, Formats{}, std::nullopt).total();
       t.takesChannelsLast = true;
     }
@@ -366,7 +380,8 @@ std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, con
       LtGemm gemm(gemmShapeOf(spec, g, fusionOf(spec, g, level, false)));
       for (const LtCandidate& candidate : ltCandidates(gemm, cublasLtHandle(device), search)) {
         Tactic& t = tactics.emplace_back();
-        t.id = kTacticPrefix + std::string(precisionTag(precision)) + "." + candidate.name;
+        t.id =
+            (patch ? kPatchTacticPrefix : kTacticPrefix) + std::string(precisionTag(precision)) + "." + candidate.name;
         t.payload = encodeAlgo({candidate.algo, candidate.workspaceBytes, search.alignment, uint32_t(level)});
         t.workspaceBytes = copies + candidate.workspaceBytes;
         t.takesChannelsLast = true;

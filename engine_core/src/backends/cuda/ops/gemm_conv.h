@@ -1,8 +1,10 @@
 #pragma once
 // Pointwise convolutions (1x1 filter, no padding, one group: ResNet's bottleneck reductions and
 // expansions, MobileNet's and EfficientNet's projections) as one cuBLASLt product on channels-last
-// activations: Y[N·H·W, K] = X[N·H·W, C] · Wᵀ. A strided one (ResNet's downsampling shortcuts)
-// first gathers every stride-th pixel into a dense NHWC copy in the workspace, with the bias, ReLU / GELU and a
+// activations: Y[N·H·W, K] = X[N·H·W, C] · Wᵀ. A strided one (ResNet's downsampling shortcuts) or a
+// patch embedding (ViT's 16x16 stride-16 stem: unpadded windows that do not overlap) first gathers
+// each output pixel's patch into a dense [N·H'·W', C·kh·kw] copy in the workspace (ids
+// "cublaslt.conv.patch.*" for patches wider than 1x1), with the bias, ReLU / GELU and a
 // residual added before the activation inside cuBLASLt's epilogue (the residual as its C). cuDNN's
 // fused graphs run these memory-bound layers well below the bandwidth a GEMM's persistent kernels
 // reach; the builder times both. The tactics are cublaslt_candidates.h's algorithms at the layer's
@@ -21,12 +23,12 @@
 namespace kiln::cuda {
 
 // The product's tactics for this layer at these input dims; empty where the layer is not a
-// pointwise forward convolution with a constant filter, or neither cuBLASLt nor the narrow kernel
+// pointwise or patch forward convolution with a constant filter, or neither cuBLASLt nor the narrow kernel
 // takes it.
 std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
                                     CudaDevice& device);
 
-// A cuBLASLt 1x1 tactic or the narrow kernel's (both are this step's).
+// A cuBLASLt 1x1 or patch tactic or the narrow kernel's (all are this step's).
 bool isGemmConvTactic(const std::string& tacticId);
 
 std::unique_ptr<Step> makeGemmConvStep(const Layer& layer, const Tactic& tactic, const LayerSignature& signature,
