@@ -123,15 +123,15 @@ std::vector<M> maskStorage(const std::vector<float>& values) {
 // rows) is set to `firstRow` where the mask has more than that row.
 template <class T>
 void checkCase(const FlashCase& c, FlashQueryTile tile, const Placements& where, float firstRow = kHidden,
-               int misalignBy = 0) {
-  SCOPED_TRACE(std::string(toString(elementTypeOf<T>())) + " batch " + dimsText(c.batch) + " Lq " +
-               std::to_string(c.lq) + " Lk " + std::to_string(c.lk) + " D " + std::to_string(c.d) + " Dv " +
-               std::to_string(c.dv) + (c.kTransposed ? " K transposed" : "") + " mask " + dimsText(c.mask) + " " +
-               toString(c.maskType) +
-               (tile == FlashQueryTile::kRows128  ? " 128-row tiles"
-                : tile == FlashQueryTile::kRows32 ? " 32-row tiles"
-                                                  : " 64-row tiles") +
-               (misalignBy ? " misaligned" : ""));
+               int misalignBy = 0, int64_t keySplits = 1) {
+  SCOPED_TRACE(
+      std::string(toString(elementTypeOf<T>())) + " batch " + dimsText(c.batch) + " Lq " + std::to_string(c.lq) +
+      " Lk " + std::to_string(c.lk) + " D " + std::to_string(c.d) + " Dv " + std::to_string(c.dv) +
+      (c.kTransposed ? " K transposed" : "") + " mask " + dimsText(c.mask) + " " + toString(c.maskType) +
+      (tile == FlashQueryTile::kRows128  ? " 128-row tiles"
+       : tile == FlashQueryTile::kRows32 ? " 32-row tiles"
+                                         : " 64-row tiles") +
+      (misalignBy ? " misaligned" : "") + (keySplits > 1 ? " " + std::to_string(keySplits) + " key splits asked" : ""));
   const size_t batchRank = c.batch.size();
   int64_t heads = 1;
   for (int64_t b : c.batch) heads *= b;
@@ -219,11 +219,18 @@ void checkCase(const FlashCase& c, FlashQueryTile tile, const Placements& where,
   // Every output byte written (but those before it, and any gaps between strided rows).
   const size_t outStart = size_t(start(out.data(), where.out) - static_cast<char*>(out.data()));
   const size_t checkedFrom = where.out.elements - where.out.offset > elementCount(where.out.dims) ? out.bytes() : outStart;
-  ASSERT_TRUE(runPoisoned(out, [&] {
-    return launchFlashAttention(p, start(qd->data(), where.q), start(kd->data(), where.k), start(vd->data(), where.v),
-                                maskBuffer ? maskBuffer->data() : nullptr, c.maskType, start(out.data(), where.out),
-                                elementTypeOf<T>(), tile, nullptr);
-  }, checkedFrom));
+  DeviceBuffer workspace(std::max<uint64_t>(16, flashAttentionWorkspaceBytes(p, elementTypeOf<T>(), keySplits)));
+  if (keySplits > 1 && c.lk > 64)
+    EXPECT_GT(flashAttentionWorkspaceBytes(p, elementTypeOf<T>(), keySplits), 0u) << "no split taken";
+  ASSERT_TRUE(runPoisoned(
+      out,
+      [&] {
+        return launchFlashAttention(p, start(qd->data(), where.q), start(kd->data(), where.k),
+                                    start(vd->data(), where.v), maskBuffer ? maskBuffer->data() : nullptr, c.maskType,
+                                    start(out.data(), where.out), elementTypeOf<T>(),
+                                    FlashLaunch{tile, keySplits, workspace.data()}, nullptr);
+      },
+      checkedFrom));
   const std::vector<T> got = out.read<T>();
 
   double scale = 0;
@@ -308,6 +315,43 @@ TEST(CudaFlashAttention, ShortQueryTilesMatchCpu) {
     checkDense<BFloat16>(c, FlashQueryTile::kRows32);
     checkDense<float>(c, FlashQueryTile::kRows32);
   }
+}
+
+// Key splits: each block takes a share of the key tiles and a second kernel combines them; as many
+// splits as tiles, fewer (uneven shares), more asked than there are tiles, with masks hiding whole
+// rows (a row hidden in every split is zeros), K transposed, every head-dim padding, both types.
+TEST(CudaFlashAttention, KeySplitsMatchCpu) {
+  KILN_REQUIRE_GPU();
+  for (size_t i : {2u, 4u, 5u, 6u, 8u, 11u, 12u, 14u, 15u}) {
+    for (int64_t splits : {2, 3, 16}) {
+      checkCase<Float16>(kCases[i], FlashQueryTile::kRows64, densePlacements(kCases[i]), kHidden, 0, splits);
+      checkCase<BFloat16>(kCases[i], FlashQueryTile::kRows32, densePlacements(kCases[i]), kHidden, 0, splits);
+      checkCase<float>(kCases[i], FlashQueryTile::kRows64, densePlacements(kCases[i]), kHidden, 0, splits);
+      checkCase<float>(kCases[i], FlashQueryTile::kRows32, densePlacements(kCases[i]), kHidden, 0, splits);
+    }
+  }
+}
+
+// The split count the launcher would fill a device with: none where the blocks already fill it,
+// more where they do not, never more than the key tiles; the workspace only with splits.
+TEST(CudaFlashAttention, KeySplitCountsAndWorkspace) {
+  FlashAttentionProblem p;
+  p.batchRank = 2;
+  p.batchDims[0] = 1;
+  p.batchDims[1] = 12;
+  p.queryLength = p.keyLength = 197;  // ViT-B/16 at batch 1: 4 key tiles of 64
+  p.headDim = p.valueDim = 64;
+  EXPECT_EQ(flashKeySplits(p, ElementType::kFloat16, FlashQueryTile::kRows64, 132), 4);  // 48 blocks
+  EXPECT_EQ(flashKeySplits(p, ElementType::kFloat16, FlashQueryTile::kRows64, 40), 1);   // filled already
+  EXPECT_EQ(flashAttentionWorkspaceBytes(p, ElementType::kFloat16, 1), 0u);
+  EXPECT_EQ(flashAttentionWorkspaceBytes(p, ElementType::kFloat32, 4), uint64_t(4 * 12 * 197 * 66 * 4));
+  EXPECT_EQ(flashAttentionWorkspaceBytes(p, ElementType::kFloat32, 99),
+            flashAttentionWorkspaceBytes(p, ElementType::kFloat32, 4));  // cut to the key tiles
+  p.keyLength = 200;
+  p.headDim = p.valueDim = 128;  // TF32 tiles of 32 keys: 7 of them, cut to 3 + 3 + 1 for 3 asked
+  EXPECT_EQ(flashAttentionWorkspaceBytes(p, ElementType::kFloat32, 3), uint64_t(3 * 12 * 197 * 130 * 4));
+  EXPECT_EQ(flashAttentionWorkspaceBytes(p, ElementType::kFloat32, 7), uint64_t(7 * 12 * 197 * 130 * 4));
+  EXPECT_EQ(flashAttentionWorkspaceBytes(p, ElementType::kFloat32, 6), uint64_t(4 * 12 * 197 * 130 * 4));  // 2 each
 }
 
 // Q, K and V as slices of one packed [B, L, 3, H, D] tensor (heads interleaved in each row), the

@@ -21,6 +21,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <utility>
 #include <type_traits>
 
 namespace kiln::kernels::cuda {
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const Args a
   Bits* const keyTile = shared;
   Bits* const valueTile = shared + L::kKeyElements;
   const FlashAttentionProblem& p = a.p;
-  const BlockPlace place = blockPlaceOf(a, L::kRows);
+  const BlockPlace place = blockPlaceOf(a, L::kRows, kKeyTile);
   const int warp = place.warp, lane = place.lane, group = place.group, pair = place.pair;
   const int64_t q0 = place.q0;
   const HeadOffsets& at = place.at;
@@ -107,13 +108,13 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const Args a
   for (int n = 0; n < 2 * kD16; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};  // rows group and group + 8 (sums per lane)
   const int64_t row0 = q0 + warp * 16 + group;
-  const int keyTiles = int((lk + kKeyTile - 1) / kKeyTile);
-  if (keyTiles > 0) {
-    loadKeys(0, nextKeys(0));
+  const int endTile = place.endTile;  // this block's key tiles: all, or its split's
+  if (place.firstTile < endTile) {
+    loadKeys(int64_t(place.firstTile) * kKeyTile, nextKeys(int64_t(place.firstTile) * kKeyTile));
     storeStagedKeys();
     commitCopies();
   }
-  for (int tile = 0; tile < keyTiles; ++tile) {
+  for (int tile = place.firstTile; tile < endTile; ++tile) {
     const int64_t k0 = int64_t(tile) * kKeyTile;
     const int keys = nextKeys(k0);
     __syncthreads();  // every warp is done with the previous V tile
@@ -122,7 +123,7 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const Args a
     waitCopies<1>();  // this tile's K (V's may still be on its way)
     __syncthreads();
     if constexpr (kStaged)  // the next tile's loads are in flight while S and its softmax are computed
-      if (tile + 1 < keyTiles) loadKeys(k0 + kKeyTile, nextKeys(k0 + kKeyTile));
+      if (tile + 1 < endTile) loadKeys(k0 + kKeyTile, nextKeys(k0 + kKeyTile));
 
     // S = Q · Kᵀ: 8 accumulators of 16x8, keys k0 + 8n .. k0 + 8n + 7.
     float s[2 * kKeyTiles16][4];
@@ -149,7 +150,7 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const Args a
 
     waitCopies<0>();  // this tile's V
     __syncthreads();  // and every warp is done with K's tile: the next one may come
-    if (tile + 1 < keyTiles) {
+    if (tile + 1 < endTile) {
       if constexpr (kStaged) storeStagedKeys();
       else loadKeys(k0 + kKeyTile, nextKeys(k0 + kKeyTile));
       commitCopies();
@@ -173,7 +174,7 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const Args a
   }
 
   Bits* const out = static_cast<Bits*>(a.out) + at.out;
-  finishRows(o, rowSum, row0, lq, dv, pair, [&](int64_t row, int c, float lo, float hi) {
+  finishBlock(a, place, o, rowMax, rowSum, row0, [&](int64_t row, int c, float lo, float hi) {
     Bits* to = out + row * p.out.row + c;
     if (a.pairedOut && c + 1 < dv) {
       *reinterpret_cast<uint32_t*>(to) = packPair<T>(lo, hi);
@@ -189,7 +190,7 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionKernel(const Args a
 
 template <class T, int kD, int kWarps>
 cudaError_t launchTiled(const Args& args, int64_t batchHeads, cudaStream_t stream) {
-  const dim3 grid(unsigned(batchHeads * args.queryTiles)), block(32 * kWarps);
+  const dim3 grid(unsigned(batchHeads * args.queryTiles * args.keySplits)), block(32 * kWarps);
   if (!args.p.keyTransposed) flashAttentionKernel<T, kD, kWarps, KeyLayout::kRows><<<grid, block, 0, stream>>>(args);
   else if (args.vectorK) flashAttentionKernel<T, kD, kWarps, KeyLayout::kColumns><<<grid, block, 0, stream>>>(args);
   else flashAttentionKernel<T, kD, kWarps, KeyLayout::kColumnsStaged><<<grid, block, 0, stream>>>(args);
@@ -227,17 +228,53 @@ bool flashAttentionTakes(const FlashAttentionProblem& p, ElementType type) {
   return p.mask.column == 0 || p.mask.column == 1;
 }
 
+namespace {
+
+int64_t batchHeadsOf(const FlashAttentionProblem& p) {
+  int64_t batchHeads = 1;
+  for (int i = 0; i < p.batchRank; ++i) batchHeads *= p.batchDims[i];
+  return batchHeads;
+}
+
+int64_t rowsOf(FlashQueryTile tile) {
+  return tile == FlashQueryTile::kRows128 ? 128 : tile == FlashQueryTile::kRows32 ? 32 : 64;
+}
+
+// Splits as asked, cut so each has at least one key tile: (splits, key tiles per split).
+std::pair<int64_t, int64_t> keySplitsCut(const FlashAttentionProblem& p, ElementType type, int64_t asked) {
+  const int64_t keyTile = flash::keyTileOf(p, type);
+  const int64_t tiles = (p.keyLength + keyTile - 1) / keyTile;
+  const int64_t splits = std::clamp<int64_t>(asked, 1, std::max<int64_t>(1, std::min(tiles, kFlashMaxKeySplits)));
+  const int64_t perSplit = std::max<int64_t>(1, (tiles + splits - 1) / splits);
+  return {std::max<int64_t>(1, (tiles + perSplit - 1) / perSplit), perSplit};
+}
+
+}  // namespace
+
+int64_t flashKeySplits(const FlashAttentionProblem& p, ElementType type, FlashQueryTile tile, int multiprocessors) {
+  const int64_t blocks = batchHeadsOf(p) * ((p.queryLength + rowsOf(tile) - 1) / rowsOf(tile));
+  if (blocks <= 0 || blocks >= multiprocessors) return 1;
+  return keySplitsCut(p, type, (2 * int64_t(multiprocessors) + blocks - 1) / blocks).first;
+}
+
+uint64_t flashAttentionWorkspaceBytes(const FlashAttentionProblem& p, ElementType type, int64_t keySplits) {
+  const int64_t splits = keySplitsCut(p, type, keySplits).first;
+  if (splits == 1) return 0;
+  return uint64_t(splits * batchHeadsOf(p) * p.queryLength * (p.valueDim + 2)) * sizeof(float);
+}
+
 cudaError_t launchFlashAttention(const FlashAttentionProblem& p, const void* q, const void* k, const void* v,
                                  const void* mask, ElementType maskType, void* out, ElementType type,
-                                 FlashQueryTile tile, cudaStream_t stream) {
+                                 const FlashLaunch& launch, cudaStream_t stream) {
   if (!flashAttentionTakes(p, type)) return cudaErrorInvalidValue;
   if (mask && maskType != ElementType::kFloat32 && maskType != ElementType::kFloat16 &&
       maskType != ElementType::kBFloat16)
     return cudaErrorInvalidValue;
-  int64_t batchHeads = 1;
-  for (int i = 0; i < p.batchRank; ++i) batchHeads *= p.batchDims[i];
+  const int64_t batchHeads = batchHeadsOf(p);
   if (batchHeads == 0 || p.queryLength == 0 || p.valueDim == 0) return cudaSuccess;
-  const int64_t rows = tile == FlashQueryTile::kRows128 ? 128 : tile == FlashQueryTile::kRows32 ? 32 : 64;
+  const auto [splits, tilesPerSplit] = keySplitsCut(p, type, launch.keySplits);
+  if (splits > 1 && (!launch.workspace || !flash::aligned(launch.workspace, 16))) return cudaErrorInvalidValue;
+  const int64_t rows = rowsOf(launch.tile);
   flash::Args args;
   args.p = p;
   args.q = q;
@@ -247,7 +284,11 @@ cudaError_t launchFlashAttention(const FlashAttentionProblem& p, const void* q, 
   args.maskType = maskType;
   args.out = out;
   args.queryTiles = (p.queryLength + rows - 1) / rows;
-  if (batchHeads > int64_t(INT32_MAX) / args.queryTiles) return cudaErrorInvalidValue;  // past the grid's x
+  args.batchHeads = batchHeads;
+  args.keySplits = int(splits);
+  args.tilesPerSplit = int(std::min<int64_t>(tilesPerSplit, INT32_MAX));
+  args.partial = splits > 1 ? static_cast<float*>(launch.workspace) : nullptr;
+  if (batchHeads > int64_t(INT32_MAX) / (args.queryTiles * splits)) return cudaErrorInvalidValue;  // past the grid's x
   args.scaleLog2 = p.scale * flash::kLog2e;
   // 16-byte chunks of 8 halves or 4 floats; output pairs of 4 or 8 bytes.
   const int64_t chunk = type == ElementType::kFloat32 ? 4 : 8, pairBytes = type == ElementType::kFloat32 ? 8 : 4;
@@ -256,14 +297,19 @@ cudaError_t launchFlashAttention(const FlashAttentionProblem& p, const void* q, 
   args.vectorK = aligned(k, 16) && rowsAligned(p, p.k, chunk);
   args.vectorV = aligned(v, 16) && rowsAligned(p, p.v, chunk);
   args.pairedOut = aligned(out, pairBytes) && rowsAligned(p, p.out, 2);
+  cudaError_t status;
   switch (type) {
     case ElementType::kFloat16:
-      return launchTyped<__half>(args, batchHeads, tile, stream);
+      status = launchTyped<__half>(args, batchHeads, launch.tile, stream);
+      break;
     case ElementType::kBFloat16:
-      return launchTyped<__nv_bfloat16>(args, batchHeads, tile, stream);
+      status = launchTyped<__nv_bfloat16>(args, batchHeads, launch.tile, stream);
+      break;
     default:
-      return flash::launchTf32(args, batchHeads, tile, stream);
+      status = flash::launchTf32(args, batchHeads, launch.tile, stream);
   }
+  if (status != cudaSuccess || splits == 1) return status;
+  return flash::combineKeySplits(args, type, stream);
 }
 
 }  // namespace kiln::kernels::cuda

@@ -9,6 +9,12 @@
 // no score ever reaches memory. The mask is added in fp32 before the maximum; a row masked
 // entirely to -inf gives zeros, as on the CPU; keys past Lk contribute nothing. Needs sm_80 or
 // later. Asynchronous on `stream`; allocates nothing, synchronises nothing.
+//
+// Key splits (FlashAttention's split-KV, "flash-decoding"): where batch-heads times query tiles
+// leave most multiprocessors idle (batch 1), each block walks only its share of the key tiles and
+// leaves its unnormalised output with its rows' running maximum and sum in a workspace; a second
+// kernel weighs the splits by exp2(max_s - max) and writes out = sum(O_s w_s) / sum(l_s w_s)
+// (flash_attention_split.cu).
 #include "kernels/cuda/common/element_type.h"
 
 #include <cuda_runtime.h>
@@ -48,16 +54,39 @@ struct FlashAttentionProblem {
 // would leave multiprocessors idle (batch 1).
 enum class FlashQueryTile : uint8_t { kRows64, kRows128, kRows32 };
 
+inline constexpr int64_t kFlashMaxKeySplits = 16;
+
+// How one launch divides the work: the query tile, the key splits asked for (1: none; more are
+// cut to the key tiles there are, each split at least one) and the workspace they need.
+struct FlashLaunch {
+  FlashQueryTile tile = FlashQueryTile::kRows64;
+  int64_t keySplits = 1;
+  void* workspace = nullptr;  // flashAttentionWorkspaceBytes of it, 16-byte aligned; none for one split
+};
+
+// The key splits that fill `multiprocessors` about twice over with blocks (1 where the blocks
+// without splits already fill them once), at most kFlashMaxKeySplits and the key tiles there are.
+int64_t flashKeySplits(const FlashAttentionProblem& p, ElementType type, FlashQueryTile tile, int multiprocessors);
+
+// Workspace bytes of a launch with `keySplits` (as cut to the key tiles): the splits' fp32 outputs
+// and row statistics; 0 for one split.
+uint64_t flashAttentionWorkspaceBytes(const FlashAttentionProblem& p, ElementType type, int64_t keySplits);
+
 // Whether launchFlashAttention takes this problem and type: float16, bfloat16 or float32 (its
 // products in TF32: the caller asks for TF32 precision by passing it), D and Dv from 1
 // to kFlashMaxHeadDim, batchRank within its limit, column strides as described.
 bool flashAttentionTakes(const FlashAttentionProblem& p, ElementType type);
 
 // q, k, v, out in `type`; mask (may be null) in maskType (float32, float16 or bfloat16). Returns
-// cudaErrorInvalidValue for a problem flashAttentionTakes refuses; empty problems do nothing (an
-// Lk of 0 writes zeros, a softmax over no keys).
+// cudaErrorInvalidValue for a problem flashAttentionTakes refuses, or key splits without their
+// workspace; empty problems do nothing (an Lk of 0 writes zeros, a softmax over no keys).
 cudaError_t launchFlashAttention(const FlashAttentionProblem& p, const void* q, const void* k, const void* v,
                                  const void* mask, ElementType maskType, void* out, ElementType type,
-                                 FlashQueryTile tile, cudaStream_t stream);
+                                 const FlashLaunch& launch, cudaStream_t stream);
+inline cudaError_t launchFlashAttention(const FlashAttentionProblem& p, const void* q, const void* k, const void* v,
+                                        const void* mask, ElementType maskType, void* out, ElementType type,
+                                        FlashQueryTile tile, cudaStream_t stream) {
+  return launchFlashAttention(p, q, k, v, mask, maskType, out, type, FlashLaunch{tile}, stream);
+}
 
 }  // namespace kiln::kernels::cuda

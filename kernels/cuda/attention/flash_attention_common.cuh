@@ -26,9 +26,21 @@ struct Args {
   ElementType maskType;
   void* out;
   int64_t queryTiles;
+  int64_t batchHeads;
   float scaleLog2;
   bool vectorQ, vectorK, vectorV, pairedOut;  // 16-byte copies of Q, K, V rows; paired output stores
+  // Key splits: split s walks key tiles [s * tilesPerSplit, (s + 1) * tilesPerSplit). With more
+  // than one, blocks write `partial` (the splits' outputs [split, head, row, Dv], then their rows'
+  // (max, sum) pairs [split, head, row, 2]) instead of out.
+  int keySplits;
+  int tilesPerSplit;
+  float* partial;
 };
+
+// Where the partial outputs' row statistics start (floats into Args::partial).
+__host__ __device__ __forceinline__ int64_t partialStatsAt(const Args& a) {
+  return int64_t(a.keySplits) * a.batchHeads * a.p.queryLength * a.p.valueDim;
+}
 
 __host__ __device__ __forceinline__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -85,18 +97,26 @@ __device__ __forceinline__ HeadOffsets headOffsetsOf(const FlashAttentionProblem
 }
 
 // Where a thread works: its warp and lane, an accumulator's row (group, and group + 8) and column
-// pair, its block's first query row and batch-head (as offsets into every tensor).
+// pair, its block's first query row, batch-head (and its offsets into every tensor), key split and
+// that split's key tiles [firstTile, endTile). Blocks go split-fastest, then query tile, then head.
 struct BlockPlace {
   int warp, lane, group, pair;
-  int64_t q0;
+  int64_t q0, head;
   HeadOffsets at;
+  int split, firstTile, endTile;
 };
-__device__ __forceinline__ BlockPlace blockPlaceOf(const Args& a, int rowsPerBlock) {
+__device__ __forceinline__ BlockPlace blockPlaceOf(const Args& a, int rowsPerBlock, int keyTile) {
   BlockPlace place;
   place.warp = int(threadIdx.x) / 32, place.lane = int(threadIdx.x) % 32;
   place.group = place.lane / 4, place.pair = place.lane % 4;
-  place.q0 = (int64_t(blockIdx.x) % a.queryTiles) * rowsPerBlock;
-  place.at = headOffsetsOf(a.p, int64_t(blockIdx.x) / a.queryTiles);
+  const int64_t tileOfBlock = int64_t(blockIdx.x) / a.keySplits;
+  place.split = int(int64_t(blockIdx.x) % a.keySplits);
+  place.q0 = (tileOfBlock % a.queryTiles) * rowsPerBlock;
+  place.head = tileOfBlock / a.queryTiles;
+  place.at = headOffsetsOf(a.p, place.head);
+  const int keyTiles = int((a.p.keyLength + keyTile - 1) / keyTile);
+  place.firstTile = place.split * a.tilesPerSplit;
+  place.endTile = int(smaller(keyTiles, int64_t(place.firstTile) + a.tilesPerSplit));
   return place;
 }
 
@@ -250,6 +270,42 @@ __device__ __forceinline__ void finishRows(const float (&o)[kO][4], const float 
   }
 }
 
+// A block's end: out = O / l (finishRows), or with key splits O, the row maximum and the row sum
+// as they are into the partial buffers, for combineKeySplits.
+template <int kO, class Store>
+__device__ __forceinline__ void finishBlock(const Args& a, const BlockPlace& place, const float (&o)[kO][4],
+                                            const float (&rowMax)[2], const float (&rowSum)[2], int64_t row0,
+                                            Store store) {
+  const int64_t lq = a.p.queryLength;
+  const int dv = int(a.p.valueDim);
+  if (a.keySplits == 1) {
+    finishRows(o, rowSum, row0, lq, dv, place.pair, store);
+    return;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = rowSum[h];
+    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+    const int64_t row = row0 + 8 * h;
+    if (row >= lq) continue;
+    const int64_t at = (int64_t(place.split) * a.batchHeads + place.head) * lq + row;
+    float* const partial = a.partial + at * dv;
+#pragma unroll
+    for (int n = 0; n < kO; ++n) {
+      const int c = n * 8 + place.pair * 2;
+      if (c >= dv) break;
+      partial[c] = o[n][2 * h];
+      if (c + 1 < dv) partial[c + 1] = o[n][2 * h + 1];
+    }
+    if (place.pair == 0) {
+      float* const stats = a.partial + partialStatsAt(a) + at * 2;
+      stats[0] = rowMax[h];
+      stats[1] = sum;
+    }
+  }
+}
+
 inline bool aligned(const void* p, uint64_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // Rows (and batch-heads) of a tensor start at multiples of `elements`.
@@ -262,5 +318,15 @@ inline bool rowsAligned(const FlashAttentionProblem& p, const FlashStrides& s, i
 
 // The fp32-storage (TF32) kernels' launch, flash_attention_tf32.cu.
 cudaError_t launchTf32(const Args& args, int64_t batchHeads, FlashQueryTile tile, cudaStream_t stream);
+
+// Keys per shared tile: 64, but 32 for the TF32 kernel past head dims of 64 (its fp32 tiles fit
+// the static shared memory then).
+inline int keyTileOf(const FlashAttentionProblem& p, ElementType type) {
+  return type == ElementType::kFloat32 && (p.headDim > 64 || p.valueDim > 64) ? 32 : 64;
+}
+
+// The key splits' second kernel: out from the partial buffers, in `type`
+// (flash_attention_split.cu).
+cudaError_t combineKeySplits(const Args& args, ElementType type, cudaStream_t stream);
 
 }  // namespace kiln::kernels::cuda::flash

@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionTf32Kernel(const Ar
   __shared__ __align__(16) float keyTile[L::kKeyElements];
   __shared__ __align__(16) float valueTile[L::kValueElements];
   const FlashAttentionProblem& p = a.p;
-  const BlockPlace place = blockPlaceOf(a, L::kRows);
+  const BlockPlace place = blockPlaceOf(a, L::kRows, kKeyTile);
   const int warp = place.warp, group = place.group, pair = place.pair;
   const int64_t q0 = place.q0;
   const HeadOffsets& at = place.at;
@@ -82,12 +82,12 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionTf32Kernel(const Ar
 #pragma unroll
   for (int n = 0; n < kD8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
-  const int keyTiles = int((lk + kKeyTile - 1) / kKeyTile);
-  if (keyTiles > 0) {
-    loadKeys(0, nextKeys(0));
+  const int endTile = place.endTile;  // this block's key tiles: all, or its split's
+  if (place.firstTile < endTile) {
+    loadKeys(int64_t(place.firstTile) * kKeyTile, nextKeys(int64_t(place.firstTile) * kKeyTile));
     commitCopies();
   }
-  for (int tile = 0; tile < keyTiles; ++tile) {
+  for (int tile = place.firstTile; tile < endTile; ++tile) {
     const int64_t k0 = int64_t(tile) * kKeyTile;
     const int keys = nextKeys(k0);
     __syncthreads();  // every warp is done with the previous V tile
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionTf32Kernel(const Ar
 
     waitCopies<0>();  // this tile's V
     __syncthreads();  // and every warp is done with K's tile: the next one may come
-    if (tile + 1 < keyTiles) {
+    if (tile + 1 < endTile) {
       loadKeys(k0 + kKeyTile, nextKeys(k0 + kKeyTile));
       commitCopies();
     }
@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionTf32Kernel(const Ar
   }
 
   float* const out = static_cast<float*>(a.out) + at.out;
-  finishRows(o, rowSum, row0, lq, dv, pair, [&](int64_t row, int c, float lo, float hi) {
+  finishBlock(a, place, o, rowMax, rowSum, row0, [&](int64_t row, int c, float lo, float hi) {
     float* to = out + row * p.out.row + c;
     if (a.pairedOut && c + 1 < dv) {
       *reinterpret_cast<float2*>(to) = make_float2(lo, hi);
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(32 * kWarps) flashAttentionTf32Kernel(const Ar
 
 template <int kD, int kWarps>
 cudaError_t launchTiled(const Args& args, int64_t batchHeads, cudaStream_t stream) {
-  const dim3 grid(unsigned(batchHeads * args.queryTiles)), block(32 * kWarps);
+  const dim3 grid(unsigned(batchHeads * args.queryTiles * args.keySplits)), block(32 * kWarps);
   if (args.p.keyTransposed)
     flashAttentionTf32Kernel<kD, kWarps, true><<<grid, block, 0, stream>>>(args);
   else

@@ -1,9 +1,9 @@
 // kiln.Attention as one fused kernel (kernels/cuda/attention/flash_attention.h): the scores stay
-// in registers, so nothing goes through the workspace, and the products run on tensor cores with
-// fp32 accumulation and an fp32 softmax: fp16 / bf16 layers in their storage type, TF32 layers
-// (fp32 storage) on TF32 operands. The dims are checked by the two-product
-// step's plan (attention_plan.h), whose mask strides (0 where the mask broadcasts) the kernel
-// reads directly: a [B, 1, 1, Lk] padding mask or a [1, 1, Lq, Lk] causal one is never expanded.
+// in registers (nothing goes through the workspace but the key splits' partial outputs), and the products run on tensor
+// cores with fp32 accumulation and an fp32 softmax: fp16 / bf16 layers in their storage type, TF32 layers (fp32
+// storage) on TF32 operands. The dims are checked by the two-product step's plan (attention_plan.h), whose mask strides
+// (0 where the mask broadcasts) the kernel reads directly: a [B, 1, 1, Lk] padding mask or a [1, 1, Lq, Lk] causal one
+// is never expanded.
 #include "cuda_flash_attention.h"
 
 #include "../../../ops/fused.h"
@@ -15,6 +15,8 @@
 
 #include <kiln/error.h>
 
+#include <utility>
+
 namespace kiln::cuda {
 namespace {
 
@@ -23,6 +25,7 @@ namespace k = kernels::cuda;
 const std::string kFlashTactic = "cuda.attention.flash.";
 const std::string kTallTile = "q128.";   // the 128-row tactic's tag, before the precision
 const std::string kShortTile = "q32.";   // the 32-row one's
+const std::string kKeySplits = "split.";  // keys split over blocks (few batch-heads: batch 1)
 
 k::FlashQueryTile tileOf(const std::string& tacticId) {
   if (tacticId.find(kTallTile) != std::string::npos) return k::FlashQueryTile::kRows128;
@@ -59,12 +62,31 @@ k::FlashAttentionProblem flashProblemOf(const AttentionPlan& plan, const LayerSh
   return p;
 }
 
+bool splitsKeys(const std::string& tacticId) { return tacticId.find(kKeySplits) != std::string::npos; }
+
 struct FlashShape {
   LayerShapes inputDims;
   k::FlashAttentionProblem problem;
   int64_t partStride = 0;  // elements between a packed layer's Q, K and V (0: not packed)
+  int64_t keySplits = 1;
   bool empty = false;
 };
+
+// The layer's problem at these (stored) input dims, and the key splits a tactic that splits keys
+// takes there (flashKeySplits' choice for the device).
+FlashShape flashShapeOf(const Layer& layer, DataType storage, const LayerShapes& dims, float scale, bool mask,
+                        bool splits, k::FlashQueryTile tile, int multiprocessors) {
+  const AttentionPlan plan = attentionPlanOf(layer, storage, dims[kAttentionQ], dims[kAttentionK], dims[kAttentionV],
+                                             mask ? &dims[kAttentionMask] : nullptr);
+  FlashShape shape;
+  shape.inputDims = dims;
+  shape.problem = flashProblemOf(plan, dims, scale);
+  shape.partStride = plan.partStride;
+  shape.empty = plan.empty;
+  if (splits && !shape.empty)
+    shape.keySplits = k::flashKeySplits(shape.problem, *elementTypeOf(storage), tile, multiprocessors);
+  return shape;
+}
 
 class FlashAttentionState : public StepState {
  public:
@@ -78,6 +100,7 @@ class FlashAttentionStep : public CudaStep {
                  storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
         storage_(storageOf(outputDeclared(signature), tacticPrecision(layer, tactic))),
         tile_(tileOf(tactic.id)),
+        splitsKeys_(splitsKeys(tactic.id)),
         scale_(layer.attrFloat("scale", 1.0f)),
         hasMask_(attentionHasMask(layer)),
         name_(layer.describe()) {
@@ -89,6 +112,18 @@ class FlashAttentionStep : public CudaStep {
   }
 
   std::unique_ptr<StepState> createState() const override { return std::make_unique<FlashAttentionState>(); }
+
+  uint64_t workspaceBytes(std::span<const TensorView> inputs, std::span<const TensorView>) const override {
+    if (!splitsKeys_ || inputs.size() < 3) return 0;
+    LayerShapes dims;
+    for (const TensorView& view : inputs) dims.push_back(view.dims);
+    try {
+      const FlashShape shape = shapeAt(dims);
+      return k::flashAttentionWorkspaceBytes(shape.problem, *elementTypeOf(storage_), shape.keySplits);
+    } catch (const Error&) {
+      return 0;  // the launch reports it
+    }
+  }
 
   void enqueue(const StepArgs& args, Stream& stream) const override {
     auto* state = dynamic_cast<FlashAttentionState*>(args.state);
@@ -108,8 +143,12 @@ class FlashAttentionStep : public CudaStep {
     const uint64_t partBytes = uint64_t(shape.partStride) * byteSize(storage_);
     const char* keys = static_cast<const char*>(input(args, kAttentionK)) + partBytes;
     const char* values = static_cast<const char*>(input(args, kAttentionV)) + 2 * partBytes;
-    check(k::launchFlashAttention(shape.problem, input(args, kAttentionQ), keys, values, mask, maskType, args.outputs[0].data,
-                                  elementType(args.outputs[0]), tile_, streamOf(stream)),
+    const k::FlashLaunch launch{tile_, shape.keySplits, args.workspace};
+    if (k::flashAttentionWorkspaceBytes(shape.problem, *elementTypeOf(storage_), shape.keySplits) > args.workspaceBytes)
+      throw Error(ErrorCode::kInternal, name_ + ": its workspace of " + std::to_string(args.workspaceBytes) +
+                                            " bytes is smaller than its key splits need");
+    check(k::launchFlashAttention(shape.problem, input(args, kAttentionQ), keys, values, mask, maskType,
+                                  args.outputs[0].data, elementType(args.outputs[0]), launch, streamOf(stream)),
           "launching its flash-attention kernel");
   }
 
@@ -118,17 +157,16 @@ class FlashAttentionStep : public CudaStep {
     for (const FlashShape& shape : state.shapes)
       if (sameDims(shape.inputDims, args.inputs)) return shape;
     const std::vector<int64_t>& q = args.inputs[kAttentionQ].dims;
-    const AttentionPlan plan = attentionPlanOf(layer_, storage_, q, args.inputs[kAttentionK].dims,
-                                               args.inputs[kAttentionV].dims,
-                                               hasMask_ ? &args.inputs[kAttentionMask].dims : nullptr);
-    if (plan.storedOut != args.outputs[0].dims)
-      throw Error(ErrorCode::kInternal, name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " +
-                                            dimsToString(plan.storedOut));
-    FlashShape shape;
-    for (const TensorView& view : args.inputs) shape.inputDims.push_back(view.dims);
-    shape.problem = flashProblemOf(plan, shape.inputDims, scale_);
-    shape.partStride = plan.partStride;
-    shape.empty = plan.empty;
+    LayerShapes dims;
+    for (const TensorView& view : args.inputs) dims.push_back(view.dims);
+    FlashShape shape = shapeAt(dims);
+    const std::vector<int64_t> storedOut =
+        attentionPlanOf(layer_, storage_, q, args.inputs[kAttentionK].dims, args.inputs[kAttentionV].dims,
+                        hasMask_ ? &args.inputs[kAttentionMask].dims : nullptr)
+            .storedOut;
+    if (storedOut != args.outputs[0].dims)
+      throw Error(ErrorCode::kInternal,
+                  name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " + dimsToString(storedOut));
     if (!shape.empty && !k::flashAttentionTakes(shape.problem, *elementTypeOf(storage_)))
       throw Error(ErrorCode::kUnsupported,
                   name_ + ": the flash-attention kernel takes head dims up to " +
@@ -139,8 +177,14 @@ class FlashAttentionStep : public CudaStep {
     return state.shapes.back();
   }
 
+  FlashShape shapeAt(const LayerShapes& dims) const {
+    return flashShapeOf(layer_, storage_, dims, scale_, hasMask_, splitsKeys_, tile_,
+                        device_.properties.multiProcessorCount);
+  }
+
   DataType storage_;
   k::FlashQueryTile tile_;
+  bool splitsKeys_;
   float scale_;
   bool hasMask_;
   std::string name_;  // layer.describe(), made once: launches build no strings
@@ -157,20 +201,29 @@ std::vector<Tactic> flashAttentionTactics(const Layer& layer, Precision precisio
     return {};  // dims unknown: the head dims may be past the kernel's
   const bool mask = attentionHasMask(layer) && inputs.dims.size() > kAttentionMask;
   const DataType storage = storageOf(inputs.types.empty() ? DataType::kFloat32 : inputs.types[0], precision);
-  try {
-    const AttentionPlan plan =
-        attentionPlanOf(layer, storage, inputs.dims[kAttentionQ], inputs.dims[kAttentionK], inputs.dims[kAttentionV],
-                        mask ? &inputs.dims[kAttentionMask] : nullptr);
-    const auto type = elementTypeOf(storage);
-    if (!type || !k::flashAttentionTakes(flashProblemOf(plan, inputs.dims, 1.0f), *type)) return {};
-  } catch (const Error&) {
-    return {};  // the two-product step meets the same problem and reports it naming the layer
-  }
+  const auto type = elementTypeOf(storage);
   std::vector<Tactic> tactics(3);
   tactics[0].id = kFlashTactic + precisionTag(precision);
   tactics[1].id = kFlashTactic + kTallTile + precisionTag(precision);
   tactics[2].id = kFlashTactic + kShortTile + precisionTag(precision);
-  return tactics;  // no workspace
+  try {
+    const int multiprocessors = device.properties.multiProcessorCount;
+    const FlashShape shape =
+        flashShapeOf(layer, storage, inputs.dims, 1.0f, mask, false, k::FlashQueryTile::kRows64, multiprocessors);
+    if (!type || !k::flashAttentionTakes(shape.problem, *type)) return {};
+    // Key splits where the blocks would leave the device mostly idle: 64- and 32-row tiles.
+    for (const auto& [tile, tag] :
+         {std::pair{k::FlashQueryTile::kRows64, std::string()}, std::pair{k::FlashQueryTile::kRows32, kShortTile}}) {
+      const int64_t splits = k::flashKeySplits(shape.problem, *type, tile, multiprocessors);
+      if (shape.empty || splits == 1) continue;
+      Tactic& t = tactics.emplace_back();
+      t.id = kFlashTactic + tag + kKeySplits + precisionTag(precision);
+      t.workspaceBytes = k::flashAttentionWorkspaceBytes(shape.problem, *type, splits);
+    }
+  } catch (const Error&) {
+    return {};  // the two-product step meets the same problem and reports it naming the layer
+  }
+  return tactics;
 }
 
 bool isFlashAttentionTactic(const Tactic& tactic) { return tactic.id.rfind(kFlashTactic, 0) == 0; }

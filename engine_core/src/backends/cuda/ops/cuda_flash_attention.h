@@ -10,7 +10,9 @@
 namespace kiln::cuda {
 
 // "cuda.attention.flash.<fp16|bf16|tf32>" (64 query rows a block),
-// "cuda.attention.flash.q128.<...>" (128) and "cuda.attention.flash.q32.<...>" (32), for fp16, bf16
+// "cuda.attention.flash.q128.<...>" (128) and "cuda.attention.flash.q32.<...>" (32), and where the
+// blocks would leave most of the device idle "cuda.attention.flash[.q32].split.<...>" (the keys
+// split over blocks, their outputs combined by a second kernel: a workspace), for fp16, bf16
 // and tf32 layers whose head dims the kernels take (up to 128) on sm_80 or later; none otherwise
 // (fp32 layers keep exact fp32 products).
 std::vector<Tactic> flashAttentionTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
