@@ -18,9 +18,12 @@ namespace {
 class VirtualClockStream : public Stream {
  public:
   double now = 0;
+  // Every stream's holds (a device stream's holdBack delays what follows; the clock only counts).
+  static inline std::vector<double> holds;
   void copy(void* destination, const void* source, uint64_t bytes) override { std::memcpy(destination, source, bytes); }
   void wait(const Event&) override {}
   void synchronize() override {}
+  void holdBack(double microseconds) override { holds.push_back(microseconds); }
   void* native() override { return nullptr; }
 };
 
@@ -144,9 +147,29 @@ TEST_F(TacticSelection, TimesEveryCandidateThroughEventsAndPicksTheFastest) {
   EXPECT_DOUBLE_EQ(candidate(choice, "fake.middle").milliseconds, 1.25);
   for (const auto& c : choice.candidates) {
     EXPECT_EQ(c.status, "timed");
-    EXPECT_EQ(backend.runs[c.tactic], 8) << c.tactic;  // a warm-up and seven timed runs
+    EXPECT_EQ(backend.runs[c.tactic], 9) << c.tactic;  // a warm-up, a probe and seven timed runs
   }
   EXPECT_EQ(cache.size(), 3u);
+}
+
+// A step shorter than a timed region (0.1 ms) is launched several times in each, back to back
+// behind a hold on the stream, and its time is the region's over the launches: 0.02 ms five times a
+// region, 0.01 ms ten times; each of the 14 regions held back first.
+TEST_F(TacticSelection, ShortStepsAreTimedAsSeveralLaunchesBehindAHold) {
+  FakeBackend backend({{{"fake.short"}, 0.02}, {{"fake.shorter"}, 0.01}});
+  VirtualClockStream::holds.clear();
+  TimingCache cache;
+  const TacticChoice choice = select(backend, cache);
+  EXPECT_EQ(choice.tactic, "fake.shorter");
+  EXPECT_NEAR(candidate(choice, "fake.short").milliseconds, 0.02, 1e-12);
+  EXPECT_NEAR(candidate(choice, "fake.shorter").milliseconds, 0.01, 1e-12);
+  EXPECT_EQ(backend.runs["fake.short"], 2 + 7 * 5);
+  EXPECT_EQ(backend.runs["fake.shorter"], 2 + 7 * 10);
+  ASSERT_EQ(VirtualClockStream::holds.size(), 14u);
+  for (double hold : VirtualClockStream::holds) {
+    EXPECT_GE(hold, 20.0);    // the margin at least, in microseconds
+    EXPECT_LE(hold, 5000.0);  // and never past the cap
+  }
 }
 
 TEST_F(TacticSelection, SecondSelectionTakesTimesFromTheCacheWithoutRunning) {
@@ -290,7 +313,8 @@ TEST_F(TacticSelection, TheListenerHearsEveryRunAndCanStopTheTiming) {
   TimingCache cache;
   std::map<std::string, int> heard;
   select(backend, cache, 1 << 20, {}, 3, [&](const std::string& tactic) { ++heard[tactic]; });
-  EXPECT_EQ(heard, backend.runs);  // each warm-up and timed run, announced before it runs
+  // Each warm-up (with its probe run) and timed run, announced before it runs.
+  for (const auto& [tactic, count] : backend.runs) EXPECT_EQ(heard[tactic], count - 1) << tactic;
   EXPECT_EQ(heard.size(), 3u);
 
   FakeBackend stopped(slowestFirst(3));
@@ -306,7 +330,7 @@ TEST_F(TacticSelection, TheListenerHearsEveryRunAndCanStopTheTiming) {
   }
   int runs = 0;
   for (const auto& [tactic, count] : stopped.runs) runs += count;
-  EXPECT_EQ(runs, 4);  // nothing ran after the listener stopped it
+  EXPECT_EQ(runs, 7);  // three warm-ups and probes, one timed run: nothing after the listener stopped it
   EXPECT_EQ(empty.size(), 0u);
 }
 

@@ -137,6 +137,10 @@ class Stream {
   virtual void wait(const Event& event) = 0;
   // Blocks the host until all enqueued work has finished.
   virtual void synchronize() = 0;
+  // Holds back the work enqueued after it for about `microseconds` of device time, so launches
+  // the host enqueues meanwhile then run back to back (timing the device, not the host's launch
+  // overhead). The CPU's streams run work as it comes and do nothing here.
+  virtual void holdBack(double microseconds) { (void)microseconds; }
   virtual void* native() = 0;  // the cudaStream_t; nullptr on the CPU
 };
 

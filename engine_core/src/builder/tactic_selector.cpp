@@ -4,6 +4,8 @@
 #include <kiln/random_data.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 
 #include "../runtime/precision_convert.h"
 #include "../runtime/subgraph_cache.h"
@@ -13,6 +15,14 @@ namespace kiln {
 namespace {
 
 constexpr int kTimedRuns = 7;
+// A timed region is several launches of a short step, at least this long by the probe's measure,
+// behind a hold on the stream long enough for the host to enqueue them (Stream::holdBack): the
+// events then time the device's work back to back. One launch between events with the host
+// enqueueing after the first event timed host overhead too (15-30 µs for a 5 µs kernel at
+// batch 1), which an engine replayed as a CUDA graph never pays.
+constexpr double kTimedRegionMs = 0.1;
+constexpr int kMaxLaunches = 16;
+constexpr double kMaxHoldMs = 5.0;
 // How much slower than the fastest a channels-last tactic may be and still be chosen.
 constexpr double kChannelsLastTieMargin = 0.10;
 
@@ -61,11 +71,11 @@ TacticSearch TacticSearch::forLevel(int optimizationLevel) {
 
 std::string TacticSelector::signature(const Network& network, const Layer& layer, Precision precision,
                                       const TensorShapes& optShapes) const {
-  // Times hold for one device, its libraries and this Kiln's tactics.
+  // Times hold for one device, its libraries, this Kiln's tactics and how they were timed
+  // ("held": launches back to back behind a stream hold, see kTimedRegionMs).
   const DeviceInfo device = backend_.device();
   std::string key = std::string(toString(backend_.kind())) + "|" + device.name + "|" + device.libraries +
-                    "|kiln " KILN_VERSION "|" + layer.domain +
-                    "::" + layer.opType + "|" + toString(precision);
+                    "|kiln " KILN_VERSION " held|" + layer.domain + "::" + layer.opType + "|" + toString(precision);
   for (const auto& in : layer.inputs) {
     auto it = optShapes.find(in);
     const Tensor* t = in.empty() ? nullptr : network.findTensor(in);
@@ -89,6 +99,8 @@ struct TacticSelector::TimedRun {
   std::unique_ptr<StepState> state;
   std::vector<TensorView> inputs, outputs;  // the shared buffers, in the tactic's formats
   StepArgs args;
+  int launches = 1;             // per timed region
+  double holdMicroseconds = 0;  // the stream held back before each region
   std::vector<double> milliseconds;
 };
 
@@ -172,8 +184,22 @@ std::unique_ptr<TacticSelector::TimedRun> TacticSelector::prepare(const Network&
   run->args.workspace = run->workspace.get();
   run->args.workspaceBytes = workspaceBytes;
   run->args.state = run->state.get();
-  run->step->enqueue(run->args, stream);  // warm-up
+  run->step->enqueue(run->args, stream);  // warm-up: per-shape state made here
   stream.synchronize();
+  // A probe: the host's enqueue time, and the time between events around one launch (device
+  // time plus whatever host time the device waited for) to size the timed regions.
+  auto start = backend_.createEvent(), end = backend_.createEvent();
+  const auto hostStart = std::chrono::steady_clock::now();
+  start->record(stream);
+  run->step->enqueue(run->args, stream);
+  end->record(stream);
+  const double hostMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - hostStart).count();
+  end->synchronize();
+  const double probeMs = end->millisecondsSince(*start);
+  run->launches = probeMs >= kTimedRegionMs
+                      ? 1
+                      : std::clamp(int(std::ceil(kTimedRegionMs / std::max(probeMs, 1e-4))), 1, kMaxLaunches);
+  run->holdMicroseconds = std::min(kMaxHoldMs, 1.5 * hostMs * run->launches + 0.02) * 1000;
   return run;
 }
 
@@ -203,11 +229,12 @@ void TacticSelector::timeCandidates(const Network& network, const Layer& layer, 
   for (int round = 0; round < kTimedRuns; ++round)
     for (auto& run : runs) {
       if (listener_) listener_(run->tactic->id);
+      stream->holdBack(run->holdMicroseconds);
       start->record(*stream);
-      run->step->enqueue(run->args, *stream);
+      for (int launch = 0; launch < run->launches; ++launch) run->step->enqueue(run->args, *stream);
       end->record(*stream);
       end->synchronize();
-      run->milliseconds.push_back(end->millisecondsSince(*start));
+      run->milliseconds.push_back(end->millisecondsSince(*start) / run->launches);
     }
   for (size_t r = 0; r < runs.size(); ++r) {
     auto& times = runs[r]->milliseconds;

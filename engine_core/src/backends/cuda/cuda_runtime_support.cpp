@@ -3,6 +3,7 @@
 #include <kiln/error.h>
 
 #include <kernels/cpu/common/numeric_types.h>
+#include <kernels/cuda/timing/hold_stream.h>
 
 namespace kiln::cuda {
 
@@ -100,6 +101,11 @@ void CudaStream::wait(const Event& event) {
 }
 
 void CudaStream::synchronize() { check(cudaStreamSynchronize(stream_), "waiting for a CUDA stream"); }
+
+void CudaStream::holdBack(double microseconds) {
+  if (microseconds > 0)
+    check(kernels::cuda::holdStream(uint64_t(microseconds * 1000), stream_), "holding a CUDA stream back");
+}
 
 cudaStream_t nativeStream(Stream& stream) { return static_cast<cudaStream_t>(stream.native()); }
 

@@ -47,6 +47,7 @@ class CudaStream : public Stream {
   void copy(void* destination, const void* source, uint64_t bytes) override;
   void wait(const Event& event) override;
   void synchronize() override;
+  void holdBack(double microseconds) override;
   void* native() override { return stream_; }
   cudaStream_t handle() const { return stream_; }
 
