@@ -14,8 +14,12 @@ BackendRegistry::BackendRegistry() {
 }
 
 BackendRegistry& BackendRegistry::instance() {
-  static BackendRegistry registry;
-  return registry;
+  // Never destroyed: the backends it made hold library handles (cuBLASLt's, cuDNN's) whose
+  // libraries tear their own state down in exit handlers registered after this registry was made,
+  // so destroying the backends at exit freed memory twice (cublasLtDestroy aborting in free() from
+  // ~BackendRegistry, seen on the H200 in 1 of about 12 runs). The process's end reclaims it all.
+  static BackendRegistry* const registry = new BackendRegistry;
+  return *registry;
 }
 
 std::shared_ptr<const Backend> BackendRegistry::get(const std::string& name) {
