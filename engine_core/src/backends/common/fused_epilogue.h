@@ -29,4 +29,15 @@ struct FusedEpilogue {
 // layer for an unknown activation.
 FusedEpilogue readFusedEpilogue(const Layer& layer, const std::string& prefix = "");
 
+// The CPU kernels' epilogue with `e`'s activation and residual placement (no bias, no residual
+// values yet: the caller's).
+inline kernels::Epilogue kernelEpilogueOf(const FusedEpilogue& e) {
+  kernels::Epilogue k;
+  k.activation = e.activation;
+  k.alpha = e.alpha;
+  k.beta = e.beta;
+  k.residualBeforeActivation = e.residualBeforeActivation;
+  return k;
+}
+
 }  // namespace kiln

@@ -21,14 +21,6 @@
 namespace kiln {
 namespace {
 
-using kernels::Activation;
-
-Activation parseActivation(const KernelContext& ctx, const std::string& name) {
-  const auto activation = activationNamed(name);
-  if (!activation) ctx.fail("unknown activation '" + name + "'; expected one of " + std::string(kActivationNames));
-  return *activation;
-}
-
 bool overlaps(const HostTensor& a, const HostTensor& b) {
   const char *aBegin = static_cast<const char*>(a.rawData()), *bBegin = static_cast<const char*>(b.rawData());
   return a.byteSize() && b.byteSize() && aBegin < bBegin + b.byteSize() && bBegin < aBegin + a.byteSize();
@@ -75,17 +67,12 @@ kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out) 
 }
 
 kernels::Epilogue readEpilogue(const KernelContext& ctx, const HostTensor& out, const float* residualValues) {
-  const Layer& layer = ctx.layer();
-  kernels::Epilogue e;
-  e.activation = parseActivation(ctx, layer.attrString(fused::kActivation, ""));
-  e.alpha = layer.attrFloat(fused::kActivationAlpha, 0.0f);
-  e.beta = layer.attrFloat(fused::kActivationBeta, 0.0f);
+  kernels::Epilogue e = kernelEpilogueOf(readFusedEpilogue(ctx.layer()));
   if (ctx.hasInput(3)) {
     if (ctx.input(3).dims() != out.dims())
       ctx.fail("the residual has shape " + dimsToString(ctx.input(3).dims()) + " but the output has shape " +
                dimsToString(out.dims()));
     e.residual = residualValues ? residualValues : float32Input(ctx, 3, out.elementCount(), "the residual");
-    e.residualBeforeActivation = layer.attrInt(fused::kResidualBeforeActivation, 1) != 0;
   }
   return e;
 }

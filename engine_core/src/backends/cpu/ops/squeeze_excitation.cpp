@@ -1,10 +1,11 @@
 // CPU kernel for kiln.SqueezeExcitation (semantics: engine_core/src/ops/fused.cpp): each channel's
 // spatial mean, summed in double (a 112x112 map is 12544 values, more than float's 24 bits keep
-// exact), then per image the two small matrix-vector products, each followed by its bias and
-// activation through the fused epilogue code the FusedConv kernel runs, so the fused layer computes
+// exact), then the two products over the whole batch (one sgemm each), each followed by its bias
+// and activation through the fused epilogue code the FusedConv kernel runs, so the fused layer computes
 // what the GlobalAveragePool and the two (Fused)Convs compute.
 #include <kernels/cpu/common/parallel.h>
 #include <kernels/cpu/fused/epilogue.h>
+#include <kernels/cpu/gemm/gemm.h>
 
 #include "../../../ops/fused.h"
 #include "../../common/fused_epilogue.h"
@@ -33,22 +34,7 @@ int64_t filterOutputs(const KernelContext& ctx, size_t i, size_t rank, int64_t i
 
 // One stage's bias and activation, applied to the `length` values of one image.
 kernels::Epilogue stageEpilogue(const Layer& layer, const std::string& prefix, const float* bias, int64_t length) {
-  const FusedEpilogue read = readFusedEpilogue(layer, prefix);
-  kernels::Epilogue e;
-  e.activation = read.activation;
-  e.alpha = read.alpha;
-  e.beta = read.beta;
-  return kernels::withChannelBias(e, bias, length, 1);
-}
-
-// out[m] = sum_k matrix[m, k] * in[k], for m in [0, rows).
-void matrixVector(const float* matrix, const float* in, int64_t rows, int64_t columns, float* out) {
-  for (int64_t m = 0; m < rows; ++m) {
-    const float* row = matrix + m * columns;
-    double sum = 0;
-    for (int64_t k = 0; k < columns; ++k) sum += double(row[k]) * in[k];
-    out[m] = float(sum);
-  }
+  return kernels::withChannelBias(kernelEpilogueOf(readFusedEpilogue(layer, prefix)), bias, length, 1);
 }
 
 void squeezeExcitation(KernelContext& ctx) {
@@ -81,16 +67,16 @@ void squeezeExcitation(KernelContext& ctx) {
                            means[size_t(plane)] = float(sum / double(planeSize));
                          }
                        });
-  // The products are tiny (C x R and R x C2 per image); one thread does them.
-  std::vector<float> hidden(static_cast<size_t>(reduced));
+  // Both products over the whole batch, one sgemm each: hidden[N, R] = means · W1ᵀ, then
+  // gate[N, C2] = hidden · W2ᵀ; each stage's bias runs along its rows' R (or C2) columns.
+  std::vector<float> hidden(static_cast<size_t>(batch * reduced));
   const float *w1 = ctx.input(se::kW1).data<float>(), *w2 = ctx.input(se::kW2).data<float>();
-  for (int64_t n = 0; n < batch; ++n) {
-    matrixVector(w1, means.data() + n * channels, reduced, channels, hidden.data());
-    kernels::applyEpilogueSpan(hidden.data(), 0, reduced, squeeze);
-    float* gate = out.data<float>() + n * outChannels;
-    matrixVector(w2, hidden.data(), outChannels, reduced, gate);
-    kernels::applyEpilogueSpan(gate, 0, outChannels, excite);
-  }
+  kernels::gemm<float>(false, true, batch, reduced, channels, 1.0f, means.data(), channels, w1, channels, 0.0f,
+                       hidden.data(), reduced);
+  kernels::applyEpilogueSpan(hidden.data(), 0, batch * reduced, squeeze);
+  kernels::gemm<float>(false, true, batch, outChannels, reduced, 1.0f, hidden.data(), reduced, w2, reduced, 0.0f,
+                       out.data<float>(), outChannels);
+  kernels::applyEpilogueSpan(out.data<float>(), 0, batch * outChannels, excite);
 }
 
 }  // namespace

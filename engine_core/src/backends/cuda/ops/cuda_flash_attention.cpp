@@ -68,7 +68,9 @@ struct FlashShape {
   LayerShapes inputDims;
   k::FlashAttentionProblem problem;
   int64_t partStride = 0;  // elements between a packed layer's Q, K and V (0: not packed)
+  std::vector<int64_t> storedOut;  // the output's dims as stored
   int64_t keySplits = 1;
+  uint64_t workspaceBytes = 0;  // the key splits' partial outputs
   bool empty = false;
 };
 
@@ -82,9 +84,13 @@ FlashShape flashShapeOf(const Layer& layer, DataType storage, const LayerShapes&
   shape.inputDims = dims;
   shape.problem = flashProblemOf(plan, dims, scale);
   shape.partStride = plan.partStride;
+  shape.storedOut = plan.storedOut;
   shape.empty = plan.empty;
-  if (splits && !shape.empty)
-    shape.keySplits = k::flashKeySplits(shape.problem, *elementTypeOf(storage), tile, multiprocessors);
+  if (splits && !shape.empty) {
+    const k::ElementType type = *elementTypeOf(storage);
+    shape.keySplits = k::flashKeySplits(shape.problem, type, tile, multiprocessors);
+    shape.workspaceBytes = k::flashAttentionWorkspaceBytes(shape.problem, type, shape.keySplits);
+  }
   return shape;
 }
 
@@ -118,8 +124,7 @@ class FlashAttentionStep : public CudaStep {
     LayerShapes dims;
     for (const TensorView& view : inputs) dims.push_back(view.dims);
     try {
-      const FlashShape shape = shapeAt(dims);
-      return k::flashAttentionWorkspaceBytes(shape.problem, *elementTypeOf(storage_), shape.keySplits);
+      return shapeAt(dims).workspaceBytes;
     } catch (const Error&) {
       return 0;  // the launch reports it
     }
@@ -144,7 +149,7 @@ class FlashAttentionStep : public CudaStep {
     const char* keys = static_cast<const char*>(input(args, kAttentionK)) + partBytes;
     const char* values = static_cast<const char*>(input(args, kAttentionV)) + 2 * partBytes;
     const k::FlashLaunch launch{tile_, shape.keySplits, args.workspace};
-    if (k::flashAttentionWorkspaceBytes(shape.problem, *elementTypeOf(storage_), shape.keySplits) > args.workspaceBytes)
+    if (shape.workspaceBytes > args.workspaceBytes)
       throw Error(ErrorCode::kInternal, name_ + ": its workspace of " + std::to_string(args.workspaceBytes) +
                                             " bytes is smaller than its key splits need");
     check(k::launchFlashAttention(shape.problem, input(args, kAttentionQ), keys, values, mask, maskType,
@@ -160,13 +165,9 @@ class FlashAttentionStep : public CudaStep {
     LayerShapes dims;
     for (const TensorView& view : args.inputs) dims.push_back(view.dims);
     FlashShape shape = shapeAt(dims);
-    const std::vector<int64_t> storedOut =
-        attentionPlanOf(layer_, storage_, q, args.inputs[kAttentionK].dims, args.inputs[kAttentionV].dims,
-                        hasMask_ ? &args.inputs[kAttentionMask].dims : nullptr)
-            .storedOut;
-    if (storedOut != args.outputs[0].dims)
-      throw Error(ErrorCode::kInternal,
-                  name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " + dimsToString(storedOut));
+    if (shape.storedOut != args.outputs[0].dims)
+      throw Error(ErrorCode::kInternal, name_ + ": its output is " + dimsToString(args.outputs[0].dims) + ", not " +
+                                            dimsToString(shape.storedOut));
     if (!shape.empty && !k::flashAttentionTakes(shape.problem, *elementTypeOf(storage_)))
       throw Error(ErrorCode::kUnsupported,
                   name_ + ": the flash-attention kernel takes head dims up to " +
