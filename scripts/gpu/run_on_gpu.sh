@@ -8,7 +8,8 @@
 #   scripts/gpu/run_on_gpu.sh [--quick] [--no-tests] [--no-conformance] [--gtest_filter=...]
 #                             [--benchmark=MODELS[:PRECISIONS[:BATCHES[:MODES]]]]
 #     --quick: no sanitizers; --no-tests: only the benchmark; --no-conformance: no ONNX test suites;
-#     --benchmark: benchmark_gpu.py afterwards (--opt-level=N: its builds' level, default 3)
+#     --benchmark: benchmark_gpu.py afterwards (--opt-level=N: its builds' level, default 3;
+#     --jobs=N: pairs prepared at once; --keep-timing-caches: warm builds from an earlier run's caches)
 #     (e.g. --benchmark=resnet50,bert_base_s128:fp16,tf32:1,large; GPT-2 INT4 weight-only at batch 1
 #     against its fp16 row: --benchmark=gpt2_s128:fp16,int4:1; precisions fp16,tf32,int8,fp8,int4)
 set -uo pipefail
@@ -20,7 +21,7 @@ bin="$bundle/bin"
 data="$bundle/data"
 out="${OUT:-/tmp/kiln-gpu/out}"
 mkdir -p "$out"
-quick=0 tests=1 conformance_suites=1 benchmark="" bench_level=3
+quick=0 tests=1 conformance_suites=1 benchmark="" bench_level=3 bench_jobs=1 bench_caches=""
 filter="*"
 for arg in "$@"; do
   case "$arg" in
@@ -29,6 +30,8 @@ for arg in "$@"; do
     --no-conformance) conformance_suites=0 ;;
     --benchmark=*) benchmark="${arg#--benchmark=}" ;;
     --opt-level=*) bench_level="${arg#--opt-level=}" ;;
+    --jobs=*) bench_jobs="${arg#--jobs=}" ;;
+    --keep-timing-caches) bench_caches="--keep-timing-caches" ;;
     --gtest_filter=*) filter="${arg#--gtest_filter=}" ;;
   esac
 done
@@ -112,7 +115,8 @@ if [[ -n "$benchmark" ]]; then
   IFS=: read -r bench_models bench_precisions bench_batches bench_modes <<<"$benchmark"
   run benchmark python3 "$root/scripts/gpu/benchmark_gpu.py" --kiln "$bin/kiln" --out "$out/benchmark" \
     --models "$bench_models" ${bench_precisions:+--precisions "$bench_precisions"} \
-    ${bench_batches:+--batches "$bench_batches"} ${bench_modes:+--modes "$bench_modes"} --opt-level "$bench_level"
+    ${bench_batches:+--batches "$bench_batches"} ${bench_modes:+--modes "$bench_modes"} --opt-level "$bench_level" \
+    --jobs "$bench_jobs" $bench_caches
   sed -n '/^## Summary/,$p' "$out/benchmark.log"
 fi
 grep -h -E '^\[  FAILED  \] [A-Z]' "$out"/kernels.log "$out"/agreement.log "$out"/models_cuda.log 2>/dev/null | sort -u | head -30
