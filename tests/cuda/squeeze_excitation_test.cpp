@@ -179,3 +179,46 @@ TEST(CudaSqueezeExcitation, RefusesAWorkspaceTooSmall) {
                               workspace.data(), 16, nullptr),
             cudaErrorInvalidValue);
 }
+
+// Informational: the gate at EfficientNet-B0's and MobileNetV3's batch-128 dims (fp16 channels-
+// last), next to a device copy of x's bytes (the pool's memory bound). In EfficientNet b128's
+// per-layer profile on the H200 the 1152-channel 7x7 gates took 0.062 ms each while their 14.5 MB
+// reads bound them near 0.004: this says how much of that is the products.
+TEST(SqueezeExcitationTiming, EfficientNetAndMobileNetBatch128) {
+  KILN_REQUIRE_GPU();
+#if defined(KILN_CUDA_EMULATION)
+  GTEST_SKIP() << "timing means nothing in the emulator";
+#endif
+  struct Dims {
+    const char* name;
+    int64_t channels, spatial, hidden;
+  };
+  for (const Dims& d : {Dims{"EfficientNet 32 -> 8 at 112x112", 32, 112 * 112, 8},
+                        Dims{"EfficientNet 144 -> 6 at 56x56", 144, 56 * 56, 6},
+                        Dims{"EfficientNet 480 -> 20 at 14x14", 480, 14 * 14, 20},
+                        Dims{"EfficientNet 1152 -> 48 at 7x7", 1152, 7 * 7, 48},
+                        Dims{"MobileNetV3 960 -> 240 at 7x7", 960, 7 * 7, 240}}) {
+    SqueezeExcitation p;
+    p.batch = 128, p.channels = d.channels, p.spatial = d.spatial, p.hidden = d.hidden, p.outChannels = d.channels;
+    p.squeeze = A::kSiLU, p.excite = A::kSigmoid;
+    const size_t xBytes = byteSize(kF16, p.batch * p.channels * p.spatial);
+    DeviceBuffer dx(xBytes), copyTo(xBytes);
+    dx.fill(0x3C);  // fp16 0x3C3C, about 1.06
+    const DeviceBuffer dw1(fromValues(std::vector<double>(size_t(p.hidden * p.channels), 0.01), kF16));
+    const DeviceBuffer dw2(fromValues(std::vector<double>(size_t(p.channels * p.hidden), 0.01), kF16));
+    DeviceBuffer gate(byteSize(kF16, p.batch * p.outChannels));
+    const uint64_t workspaceBytes = squeezeExcitationWorkspaceBytes(p, kLast, kF16);
+    DeviceBuffer workspace(std::max<uint64_t>(workspaceBytes, 16));
+    auto run = [&] {
+      return squeezeExcitation(p, dx.data(), dw1.data(), nullptr, dw2.data(), nullptr, gate.data(), kLast, kF16,
+                               workspace.data(), workspaceBytes, nullptr);
+    };
+    auto copy = [&] { return cudaMemcpyAsync(copyTo.data(), dx.data(), xBytes, cudaMemcpyDeviceToDevice); };
+    const double ms = bestMilliseconds(run), copyMs = bestMilliseconds(copy);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::printf(
+        "[ timing   ] squeeze-and-excitation %s, batch 128, fp16 NHWC: %.4f ms (%.0f GB/s of x); "
+        "device copy of x: %.4f ms\n",
+        d.name, ms, double(xBytes) / ms * 1e-6, copyMs);
+  }
+}
