@@ -21,6 +21,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <vector>
 
 using namespace kiln;
 using kiln::test::ModelBuilder;
@@ -123,6 +125,32 @@ TEST(TestDevice, EnginesGetCastLayersAndMatchTheReference) {
     EXPECT_EQ(engine->tensorMemorySpace("y"), "device");
     EXPECT_TRUE(built.report.graphCapturable());
     expectMatchesReference(network, *engine, fp16 ? 1e-2 : 1e-5, {1, 3, 4, 2});
+  }
+}
+
+// A profiled context (its device streams held back while each step is enqueued, its events around
+// each layer) reports every layer once a run, run after run, and computes what it computes without
+// a profiler.
+TEST(TestDevice, ProfiledRunsTimeEveryLayerAndKeepTheirValues) {
+  struct CountingProfiler : Profiler {
+    std::map<std::string, std::vector<double>> times;
+    void reportLayerTime(const std::string& layer, double ms) override { times[layer].push_back(ms); }
+  };
+  auto network = smallCnn();
+  BuildResult built = Builder().build(*network, deviceConfig());
+  auto engine = Runtime().load(built.plan);
+  auto context = engine->createExecutionContext();
+  CountingProfiler profiler;
+  context->setProfiler(&profiler);
+  const HostTensor x = test::randomFloats({3, 3, 8, 8}, 77);
+  const HostTensor want = ReferenceExecutor(network).run({{"x", Value(x)}}).at("y").tensor;
+  for (int run = 0; run < 3; ++run) EXPECT_LT(relativeL2(context->run({{"x", x}}).at("y"), want), 1e-5);
+  ASSERT_FALSE(profiler.times.empty());
+  for (const auto& l : built.report.layers) {
+    auto it = profiler.times.find(l.name);
+    ASSERT_NE(it, profiler.times.end()) << l.name << " was not timed";
+    EXPECT_EQ(it->second.size(), 3u) << l.name;
+    for (double ms : it->second) EXPECT_TRUE(std::isfinite(ms) && ms >= 0) << l.name << ": " << ms;
   }
 }
 
