@@ -2,8 +2,8 @@
 // loaded, run or written, 2 the command line (or an input it names) is wrong, 130 interrupted
 // (Ctrl-C stopped a build; the shells' 128 + SIGINT).
 #include "commands.h"
-#include "crash_report.h"
 
+#include <kiln/crash_report.h>
 #include <kiln/error.h>
 #include <kiln/host_memory.h>
 
@@ -26,7 +26,7 @@ int exitCodeFor(const kiln::Error& error) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kiln::cli::installCrashReport();
+  kiln::installCrashReport("kiln");
   kiln::keepFreedHostMemory();
   CLI::App app{"kiln: inspect, run, build, compare, profile and debug ONNX models and Kiln plans", "kiln"};
   app.set_version_flag("--version", "kiln " KILN_VERSION);

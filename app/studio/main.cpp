@@ -21,6 +21,7 @@
 #include <graph/graph_scene.h>
 #include <graph/graph_view.h>
 
+#include <kiln/crash_report.h>
 #include <kiln/host_memory.h>
 
 #include <QApplication>
@@ -179,6 +180,7 @@ int takeScreenshot(QApplication& app, MainWindow& window, const ScreenshotOption
 }  // namespace
 
 int main(int argc, char** argv) {
+  kiln::installCrashReport("kiln-studio");
   kiln::keepFreedHostMemory();
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("Kiln"));

@@ -93,3 +93,52 @@ TEST_F(CliBuildProgress, InterruptMidTuningStopsTheBuildWithNothingWritten) {
   EXPECT_EQ(stderrText.find("kiln: build: memory"), std::string::npos) << stderrText;
   EXPECT_TRUE(outFiles().empty()) << "files left after an interrupted build";
 }
+
+// A fatal signal (here a SIGSEGV sent mid-tuning) prints the signal and the call stack before the
+// process dies of it, so a crash on a machine without a debugger still says where it happened.
+// Not installed under AddressSanitizer, whose own handlers report more.
+TEST_F(CliBuildProgress, AFatalSignalPrintsTheCallStackAndKillsTheProcess) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer keeps its own fatal-signal handlers";
+#endif
+  const std::string model = save("stack.onnx", kiln::test::convReluStack(12, 24, 40));
+  int errPipe[2];
+  ASSERT_EQ(::pipe(errPipe), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(errPipe[1], STDERR_FILENO);
+    const int devNull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devNull, STDOUT_FILENO);
+    ::close(errPipe[0]);
+    ::execl(KILN_CLI_PATH, "kiln", "build", model.c_str(), "--save", path("out/s.plan").c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(errPipe[1]);
+  FILE* err = ::fdopen(errPipe[0], "r");
+  ASSERT_NE(err, nullptr);
+  std::string stderrText, line;
+  bool signalled = false;
+  for (int c; (c = std::fgetc(err)) != EOF;) {
+    stderrText += char(c);
+    line += char(c);
+    if (c != '\n') continue;
+    if (!signalled && line.rfind("kiln: timing conv0: ", 0) == 0) {
+      ASSERT_EQ(::kill(pid, SIGSEGV), 0);
+      signalled = true;
+    }
+    line.clear();
+  }
+  std::fclose(err);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(signalled) << "the build never reported a tactic; stderr: " << stderrText;
+  ASSERT_TRUE(WIFSIGNALED(status)) << "kiln did not die of the signal; stderr: " << stderrText;
+  EXPECT_EQ(WTERMSIG(status), SIGSEGV);
+  EXPECT_NE(stderrText.find("kiln: fatal signal SEGV (Segmentation fault)"), std::string::npos) << stderrText;
+  EXPECT_NE(stderrText.find("Call stack, innermost first:\n"), std::string::npos) << stderrText;
+  // Frames as module(+offset)[address]; the thread the signal reached may be any of the process's.
+  EXPECT_NE(stderrText.find(")[0x"), std::string::npos) << "no stack frame: " << stderrText;
+  EXPECT_NE(stderrText.find("kiln: please report it"), std::string::npos) << stderrText;
+}
