@@ -1,6 +1,7 @@
 // `kiln build` while it tunes: plain progress lines naming each layer's tactics when stderr is no
 // terminal, --verbose listing every candidate's time and the choice, and Ctrl-C (SIGINT) mid-tuning
-// ending the build with exit code 130, one clear message and no plan or timing cache left behind.
+// ending the build with exit code 130, one clear message and no plan or timing cache left behind;
+// a fatal signal printing the call stack (both through runAndSignal).
 #include "app/cli_fixture.h"
 #include "common/test_models.h"
 
@@ -13,6 +14,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 using kiln::test::Cli;
 using kiln::test::CliResult;
@@ -21,6 +23,51 @@ using kiln::test::readFile;
 namespace {
 
 class CliBuildProgress : public Cli {};
+
+// What a kiln run sent `signal` gave back: its stderr and wait status, and whether the signal went.
+struct SignalledRun {
+  std::string stderrText;
+  int status = 0;
+  bool signalled = false;
+};
+
+// Runs kiln with `args` (stdout dropped) and sends it `signal` when its stderr first has a line
+// starting with `trigger`; returns once it has ended.
+SignalledRun runAndSignal(const std::vector<std::string>& args, const std::string& trigger, int signal) {
+  SignalledRun run;
+  int errPipe[2];
+  if (::pipe(errPipe) != 0) return run;
+  const pid_t pid = ::fork();
+  if (pid < 0) {  // no child: nothing to signal (kill(-1, ...) would reach every process)
+    ::close(errPipe[0]);
+    ::close(errPipe[1]);
+    return run;
+  }
+  if (pid == 0) {
+    ::dup2(errPipe[1], STDERR_FILENO);
+    const int devNull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devNull, STDOUT_FILENO);
+    ::close(errPipe[0]);
+    std::vector<char*> argv{const_cast<char*>("kiln")};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(KILN_CLI_PATH, argv.data());
+    ::_exit(127);
+  }
+  ::close(errPipe[1]);
+  FILE* err = ::fdopen(errPipe[0], "r");
+  std::string line;
+  for (int c; err && (c = std::fgetc(err)) != EOF;) {
+    run.stderrText += char(c);
+    line += char(c);
+    if (c != '\n') continue;
+    if (!run.signalled && line.rfind(trigger, 0) == 0) run.signalled = ::kill(pid, signal) == 0;
+    line.clear();
+  }
+  if (err) std::fclose(err);
+  ::waitpid(pid, &run.status, 0);
+  return run;
+}
 
 }  // namespace
 
@@ -49,38 +96,9 @@ TEST_F(CliBuildProgress, PlainLinesNameEachTacticTimedAndVerboseListsTheCandidat
 TEST_F(CliBuildProgress, InterruptMidTuningStopsTheBuildWithNothingWritten) {
   const std::string model = save("stack.onnx", kiln::test::convReluStack(12, 24, 40));
   const std::string plan = path("out/s.plan"), cache = path("out/timing.cache");
-  int errPipe[2];
-  ASSERT_EQ(::pipe(errPipe), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(errPipe[1], STDERR_FILENO);
-    const int devNull = ::open("/dev/null", O_WRONLY);
-    ::dup2(devNull, STDOUT_FILENO);
-    ::close(errPipe[0]);
-    ::execl(KILN_CLI_PATH, "kiln", "build", model.c_str(), "--save", plan.c_str(), "--timing-cache", cache.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(errPipe[1]);
-  FILE* err = ::fdopen(errPipe[0], "r");
-  ASSERT_NE(err, nullptr);
-  std::string stderrText, line;
-  bool signalled = false;
-  for (int c; (c = std::fgetc(err)) != EOF;) {
-    stderrText += char(c);
-    line += char(c);
-    if (c != '\n') continue;
-    // The first tactic timed: the build is in the middle of tuning its first layer.
-    if (!signalled && line.rfind("kiln: timing conv0: ", 0) == 0) {
-      ASSERT_EQ(::kill(pid, SIGINT), 0);
-      signalled = true;
-    }
-    line.clear();
-  }
-  std::fclose(err);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  // Signalled at the first tactic timed: the build is in the middle of tuning its first layer.
+  const auto [stderrText, status, signalled] =
+      runAndSignal({"build", model, "--save", plan, "--timing-cache", cache}, "kiln: timing conv0: ", SIGINT);
   ASSERT_TRUE(signalled) << "the build never reported a tactic; stderr: " << stderrText;
   ASSERT_TRUE(WIFEXITED(status)) << "kiln was killed instead of stopping; stderr: " << stderrText;
   EXPECT_EQ(WEXITSTATUS(status), 130) << stderrText;
@@ -102,37 +120,8 @@ TEST_F(CliBuildProgress, AFatalSignalPrintsTheCallStackAndKillsTheProcess) {
   GTEST_SKIP() << "AddressSanitizer keeps its own fatal-signal handlers";
 #endif
   const std::string model = save("stack.onnx", kiln::test::convReluStack(12, 24, 40));
-  int errPipe[2];
-  ASSERT_EQ(::pipe(errPipe), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(errPipe[1], STDERR_FILENO);
-    const int devNull = ::open("/dev/null", O_WRONLY);
-    ::dup2(devNull, STDOUT_FILENO);
-    ::close(errPipe[0]);
-    ::execl(KILN_CLI_PATH, "kiln", "build", model.c_str(), "--save", path("out/s.plan").c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(errPipe[1]);
-  FILE* err = ::fdopen(errPipe[0], "r");
-  ASSERT_NE(err, nullptr);
-  std::string stderrText, line;
-  bool signalled = false;
-  for (int c; (c = std::fgetc(err)) != EOF;) {
-    stderrText += char(c);
-    line += char(c);
-    if (c != '\n') continue;
-    if (!signalled && line.rfind("kiln: timing conv0: ", 0) == 0) {
-      ASSERT_EQ(::kill(pid, SIGSEGV), 0);
-      signalled = true;
-    }
-    line.clear();
-  }
-  std::fclose(err);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const auto [stderrText, status, signalled] =
+      runAndSignal({"build", model, "--save", path("out/s.plan")}, "kiln: timing conv0: ", SIGSEGV);
   ASSERT_TRUE(signalled) << "the build never reported a tactic; stderr: " << stderrText;
   ASSERT_TRUE(WIFSIGNALED(status)) << "kiln did not die of the signal; stderr: " << stderrText;
   EXPECT_EQ(WTERMSIG(status), SIGSEGV);
