@@ -77,7 +77,7 @@ constexpr double kMaxProfileHoldMicros = 5000;
 
 struct ExecutionContext::State {
   State(const EnginePlan& plan, const EngineProgram& program)
-      : memory(plan, program), slots(program.slots.size()) {}
+      : memory(plan, program), slots(program.slots.size()), profiledHostMicros(program.layers.size(), 0.0) {}
 
   ContextMemory memory;
   ContextSlots slots;
@@ -426,13 +426,12 @@ void ExecutionContext::launchSteps(Stream& engine) {
       // work alone, not the host's launch overhead, which a CUDA-graph run never pays (a layer of a
       // few-microsecond kernels measured 15-60 µs without). The hold: 1.5 times the layer's host
       // time in the last profiled run and a margin; CPU streams ignore it.
-      if (st.profiledHostMicros.size() != p.layers.size()) st.profiledHostMicros.assign(p.layers.size(), 0.0);
       const double hostMicros = st.profiledHostMicros[k];
       stream.holdBack(
           std::min(kMaxProfileHoldMicros, hostMicros > 0 ? 1.5 * hostMicros + 20 : kFirstProfileHoldMicros));
       events.first->record(stream);
     }
-    const auto hostStart = std::chrono::steady_clock::now();
+    const auto hostStart = profiler_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     layer.step->enqueue(args, stream);
     if (profiler_)
       st.profiledHostMicros[k] =

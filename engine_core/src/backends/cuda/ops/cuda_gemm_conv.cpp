@@ -36,10 +36,8 @@ const std::string kPatchTacticPrefix = "cublaslt.conv.patch.";
 const std::string kNarrowTacticPrefix = "kiln.conv1x1.narrow.";
 const std::string kNarrowPatchTacticPrefix = "kiln.conv.patch.narrow.";
 
-bool startsWith(const std::string& id, const std::string& prefix) { return id.rfind(prefix, 0) == 0; }
-
 bool isNarrowTactic(const std::string& tacticId) {
-  return startsWith(tacticId, kNarrowTacticPrefix) || startsWith(tacticId, kNarrowPatchTacticPrefix);
+  return tacticId.starts_with(kNarrowTacticPrefix) || tacticId.starts_with(kNarrowPatchTacticPrefix);
 }
 
 Layer baseOf(const Layer& layer) { return layer.domain == fused::kDomain ? fused::baseLayer(layer) : layer; }
@@ -346,7 +344,7 @@ class GemmConvStep : public CudaStep {
 }  // namespace
 
 bool isGemmConvTactic(const std::string& tacticId) {
-  return startsWith(tacticId, kTacticPrefix) || startsWith(tacticId, kPatchTacticPrefix) || isNarrowTactic(tacticId);
+  return tacticId.starts_with(kTacticPrefix) || tacticId.starts_with(kPatchTacticPrefix) || isNarrowTactic(tacticId);
 }
 
 std::vector<Tactic> gemmConvTactics(const Layer& layer, Precision precision, const LayerInputs& inputs,
